@@ -1,0 +1,11 @@
+# The two commands the README gives. Both do all the set-up on a fresh clone.
+.PHONY: run test bench
+
+run:        ## set up and start Signoff (ARGS="verify" for a command)
+	@bash scripts/run.sh $(ARGS)
+
+test:       ## set up and run every check: lint, types, all tests
+	@bash scripts/test.sh $(ARGS)
+
+bench:      ## run the benchmarks (slow: builds large databases)
+	@bash scripts/setup.sh test && .venv/bin/python bench/verify.py

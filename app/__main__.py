@@ -1,0 +1,5 @@
+import sys
+
+from app.launcher import main
+
+sys.exit(main())

@@ -1,0 +1,22 @@
+"""The ``signoff`` console script.
+
+A subcommand (``signoff verify``, later ``signoff proxy``...) runs the terminal commands in
+``core.cli`` and imports no Qt, so a host launching ``signoff proxy`` pays nothing for the app.
+With no subcommand it will start the tray app; until the tray app exists it prints the
+commands.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from core import cli
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return cli.main(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Signoff's error family.
+
+Every error a person may see is a ``SignoffError`` whose message is written for the operator:
+what went wrong, where, and what to do about it. Each is named for what went wrong, so code
+(and tests) match on the type, never on the text. Security checks raise; none returns a bool.
+"""
+
+from __future__ import annotations
+
+
+class SignoffError(Exception):
+    """Base of every error Signoff raises on purpose."""
+
+
+# --- JSON that will be hashed -------------------------------------------------------------
+
+
+class JSONRefused(SignoffError, ValueError):
+    """JSON that cannot be hashed without losing something; refused rather than approximated."""
+
+
+class MalformedJSON(JSONRefused):
+    """The text is not JSON at all."""
+
+
+class InvalidUTF8(JSONRefused):
+    """The bytes are not valid UTF-8."""
+
+
+class DuplicateKey(JSONRefused):
+    """An object names the same key twice; readers disagree on which value wins."""
+
+
+class IntegerOutOfRange(JSONRefused):
+    """An integer outside ±(2^53-1) would change value in any IEEE-754 reader."""
+
+
+class NonFiniteNumber(JSONRefused):
+    """NaN or an infinity: not JSON, and has no canonical form."""
+
+
+class ImpreciseNumber(JSONRefused):
+    """A number that would be written back as a different number (precision beyond a double)."""
+
+
+class LoneSurrogate(JSONRefused):
+    """A string holds half of a UTF-16 surrogate pair, which has no UTF-8 form."""
+
+
+class NotJSON(JSONRefused):
+    """A Python value with no JSON form (a set, bytes, an object, a non-string key)."""
+
+
+# --- The store ----------------------------------------------------------------------------
+
+
+class StoreError(SignoffError):
+    """The database cannot be used as it is."""
+
+
+class DatabaseMissing(StoreError):
+    """There is no database where one was expected."""
+
+
+class UnsafePermissions(StoreError):
+    """The database file or its directory can be written by someone other than the owner.
+
+    An approval's hash has no secret in it: whoever can write the file can forge one.
+    """
+
+
+class UnexpectedSchemaObject(StoreError):
+    """The database carries a trigger or a view, which could rewrite what Signoff writes."""
+
+
+class NotASignoffDatabase(StoreError):
+    """The file is not a Signoff database (not SQLite, or someone else's tables)."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer Signoff whose schema this one does not know."""
+
+
+class StoreBusy(StoreError):
+    """Another process held the database's write lock for longer than the busy timeout."""
+
+
+class StoreFull(StoreError):
+    """The disk (or the database's size limit) is full; the transaction was rolled back."""
+
+
+# --- The chain ----------------------------------------------------------------------------
+
+
+class ChainBroken(SignoffError):
+    """The audit chain does not verify. ``seq`` is the first event found wrong."""
+
+    def __init__(self, message: str, *, seq: int) -> None:
+        super().__init__(message)
+        self.seq = seq
+
+
+class EventAltered(ChainBroken):
+    """An event's stored hash does not match its fields: the event, or one before it, changed."""
+
+
+class EventMissing(ChainBroken):
+    """The sequence skips a number: one or more events were deleted."""
+
+
+class LogTruncated(ChainBroken):
+    """The log ends before the witnessed head: events were deleted or an older copy restored."""
+
+
+class HeadMismatch(ChainBroken):
+    """The event at the witnessed head's sequence has another hash: history was rewritten."""
+
+
+class DatabaseReplaced(ChainBroken):
+    """The database at this place is not the one whose head was witnessed."""
+
+
+class HeadUnavailable(SignoffError):
+    """The head store (the OS keyring) cannot be reached; the chain is not anchored."""
