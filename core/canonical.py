@@ -1,0 +1,186 @@
+"""Canonical JSON (RFC 8785) for everything Signoff hashes, and a parser that loses nothing.
+
+Rules:
+
+1. Whatever is hashed is first written in its RFC 8785 form (``dumps``): keys sorted by their
+   UTF-16 code units, no white space, numbers in their shortest ECMAScript form, strings with
+   the minimal escapes, UTF-8.
+2. JSON that will be hashed is parsed by ``loads``, which returns exactly what the text says or
+   raises a named ``JSONRefused``; it never substitutes a value:
+   - invalid UTF-8                         -> ``InvalidUTF8``
+   - not JSON                              -> ``MalformedJSON``
+   - an object naming a key twice          -> ``DuplicateKey``
+   - an integer outside ±(2^53-1)          -> ``IntegerOutOfRange``
+   - NaN, Infinity, or a number overflowing a double -> ``NonFiniteNumber``
+   - a number a double cannot hold exactly as written (``0.10000000000000001``)
+                                           -> ``ImpreciseNumber``
+   - a string holding a lone surrogate     -> ``LoneSurrogate``
+3. An integral number from 2^53 up to 10^21 has its canonical form written as an integer, which
+   rule 2 refuses on reading; such a number is refused by both (``IntegerOutOfRange``).
+4. Hence ``loads(dumps(v)) == v`` for every value ``dumps`` accepts, and ``dumps(loads(t))``
+   names the same value ``t`` names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from decimal import Decimal
+from typing import Any, TypeAlias
+
+import rfc8785
+
+from core.errors import (
+    DuplicateKey,
+    ImpreciseNumber,
+    IntegerOutOfRange,
+    InvalidUTF8,
+    LoneSurrogate,
+    MalformedJSON,
+    NonFiniteNumber,
+    NotJSON,
+)
+
+JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, JSONValue] | None"
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A \uD800-\uDFFF escape in the text; only then can a parsed string hold a lone surrogate.
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def dumps(value: Any) -> bytes:
+    """The RFC 8785 form of ``value`` as UTF-8 bytes, or a named ``JSONRefused``."""
+    _refuse_floats_written_as_big_integers(value)
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.IntegerDomainError as e:
+        raise IntegerOutOfRange(f"{e}; send it as a string") from None
+    except rfc8785.FloatDomainError as e:
+        raise NonFiniteNumber(str(e)) from None
+    except rfc8785.CanonicalizationError as e:
+        if isinstance(e.__cause__, UnicodeEncodeError):
+            raise LoneSurrogate("a string holds a lone UTF-16 surrogate") from None
+        raise NotJSON(str(e)) from None
+    except RecursionError:
+        raise NotJSON("the value is nested too deeply to canonicalise") from None
+
+
+def dumps_text(value: Any) -> str:
+    """``dumps`` as a ``str``, for storing in a TEXT column."""
+    return dumps(value).decode("utf-8")
+
+
+def sha256_hex(value: Any) -> str:
+    """SHA-256 over the canonical form of ``value``, in lowercase hex."""
+    return hashlib.sha256(dumps(value)).hexdigest()
+
+
+def loads(data: bytes | str) -> JSONValue:
+    """Parse JSON that will be hashed: the exact value, or a named ``JSONRefused``."""
+    if isinstance(data, bytes | bytearray | memoryview):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidUTF8(f"not valid UTF-8 at byte {e.start}") from None
+    else:
+        text = data
+        if _SURROGATE.search(text):
+            raise LoneSurrogate("the text holds a lone UTF-16 surrogate")
+    try:
+        value: JSONValue = json.loads(
+            text,
+            object_pairs_hook=_object_without_duplicates,
+            parse_int=_exact_int,
+            parse_float=_exact_float,
+            parse_constant=_refuse_constant,
+        )
+    except json.JSONDecodeError as e:
+        raise MalformedJSON(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise MalformedJSON("not JSON this runtime can read: nested too deeply") from None
+    if _ESCAPED_SURROGATE.search(text):
+        _refuse_lone_surrogates(value)
+    return value
+
+
+def _object_without_duplicates(pairs: list[tuple[str, JSONValue]]) -> dict[str, JSONValue]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(f"the key {key!r} appears twice in one object")
+            seen.add(key)
+    return obj
+
+
+def _exact_int(text: str) -> int:
+    n = int(text)
+    if not -MAX_SAFE_INTEGER <= n <= MAX_SAFE_INTEGER:
+        raise IntegerOutOfRange(
+            f"{text} is outside ±(2^53-1) and would change value in other readers;"
+            " send it as a string"
+        )
+    return n
+
+
+def _exact_float(text: str) -> float:
+    f = float(text)
+    if not math.isfinite(f):
+        raise NonFiniteNumber(f"{text} overflows a double")
+    # Accepted only if writing it back (shortest round-trip form) names the same number.
+    if Decimal(text) != Decimal(repr(f)):
+        raise ImpreciseNumber(
+            f"{text} cannot be held exactly; it would be read as {f!r}; send it as a string"
+        )
+    if _written_as_big_integer(f):
+        raise IntegerOutOfRange(
+            f"{text} would be written as an integer outside ±(2^53-1); send it as a string"
+        )
+    return f
+
+
+# RFC 8785 writes a double in plain digits below 1e21; an integral one past 2^53 then reads
+# as an integer beyond the safe range.
+_PLAIN_DIGITS_LIMIT = 1e21
+
+
+def _written_as_big_integer(f: float) -> bool:
+    return MAX_SAFE_INTEGER < abs(f) < _PLAIN_DIGITS_LIMIT and f.is_integer()
+
+
+def _refuse_floats_written_as_big_integers(value: Any) -> None:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float):
+            if _written_as_big_integer(v):
+                raise IntegerOutOfRange(
+                    f"{v!r} would be written as an integer outside ±(2^53-1); send it as a string"
+                )
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+
+
+def _refuse_constant(text: str) -> None:
+    raise NonFiniteNumber(f"{text} is not a JSON number")
+
+
+def _refuse_lone_surrogates(value: JSONValue) -> None:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                raise LoneSurrogate("a string holds a lone UTF-16 surrogate escape")
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
