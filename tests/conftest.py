@@ -1,0 +1,115 @@
+"""Shared fixtures: real SQLite files in tmp_path, real keyring backends, real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+IN_CI = bool(os.environ.get("CI"))
+# The console script installed beside this interpreter: the entry point a person runs.
+SIGNOFF = Path(sys.executable).with_name("signoff")
+
+
+def need(condition: bool, reason: str) -> None:
+    """Skip locally when a system part is missing; in CI a missing part is a failure."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"CI must provide this: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private SIGNOFF_HOME (0700) for this test."""
+    path = tmp_path / "home"
+    path.mkdir(mode=0o700)
+    monkeypatch.setenv("SIGNOFF_HOME", str(path))
+    return path
+
+
+@pytest.fixture
+def store(home: Path) -> Iterator[Store]:
+    with Store.open(home / "signoff.db") as s:
+        yield s
+
+
+def run_signoff(
+    *args: str, env: dict[str, str] | None = None, home: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``signoff`` command as a real subprocess."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    if home is not None:
+        full_env["SIGNOFF_HOME"] = str(home)
+    return subprocess.run(
+        [str(SIGNOFF), *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+        check=False,
+    )
+
+
+class KeyringUnderTest:
+    """A real keyring backend, in this process and for the subprocesses a test starts."""
+
+    def __init__(self, name: str, backend: object, env: dict[str, str]) -> None:
+        self.name = name
+        self.backend = backend
+        self.env = env
+
+
+def _secret_service_problem() -> str | None:
+    from keyring.backends import SecretService
+
+    try:
+        SecretService.Keyring.priority  # noqa: B018  # raises when no Secret Service answers
+        SecretService.Keyring().get_password("signoff-tests", "probe")
+    except Exception as e:  # any failure means: no usable Secret Service here
+        return f"no usable Secret Service on the session bus ({e}); run the tests with make test"
+    return None
+
+
+@pytest.fixture(params=["secret-service", "file"])
+def keyring_under_test(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> KeyringUnderTest:
+    """The real Secret Service (gnome-keyring, started by the test command) and keyrings.alt's
+    file backend: two implementations Signoff did not write."""
+    if request.param == "secret-service":
+        problem = _secret_service_problem()
+        need(problem is None, problem or "")
+        from keyring.backends import SecretService
+
+        return KeyringUnderTest(
+            "secret-service",
+            SecretService.Keyring(),
+            {"PYTHON_KEYRING_BACKEND": "keyring.backends.SecretService.Keyring"},
+        )
+    from keyrings.alt.file import PlaintextKeyring
+
+    data = tmp_path / "keyring-data"
+    data.mkdir()
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    return KeyringUnderTest(
+        "file",
+        PlaintextKeyring(),
+        {
+            "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+            "XDG_DATA_HOME": str(data),
+        },
+    )
+
+
+NO_KEYRING_ENV = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
