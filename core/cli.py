@@ -1,0 +1,99 @@
+"""The ``signoff`` commands an operator runs in a terminal. No Qt here.
+
+Exit codes: 0 success; 1 the check failed (a broken chain); 2 the command could not do its
+work (no database, unsafe permissions, a newer schema, bad usage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from core import paths
+from core.errors import ChainBroken, SignoffError
+from core.heads import KeyringHeadStore
+from core.store import Store
+from core.verify import verify
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="signoff",
+        description="Signoff: the operator's gate for AI agents' MCP tool calls.",
+        epilog="SIGNOFF_HOME=DIR keeps the database and configuration in DIR.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = commands.add_parser(
+        "verify",
+        help="check the audit chain of the database",
+        description="Recompute every event's hash and compare the chain with the head kept"
+        " in the OS keyring. Exit 0 when intact, 1 naming the first bad event, 2 when the"
+        " database cannot be read.",
+    )
+    p.add_argument("--no-keyring", action="store_true", help="do not compare with the keyring")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.set_defaults(func=_verify)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
+    code: int = args.func(args)
+    return code
+
+
+def _verify(args: argparse.Namespace) -> int:
+    path = paths.database_path()
+    try:
+        with Store.open(path, create=False, readonly=True) as store:
+            heads = None if args.no_keyring else KeyringHeadStore()
+            report = verify(store, heads)
+    except ChainBroken as e:
+        _say(
+            args,
+            {"ok": False, "error": type(e).__name__, "seq": e.seq, "message": str(e)},
+            f"broken at event {e.seq}: {e} [{type(e).__name__}]",
+        )
+        return EXIT_FAILED
+    except SignoffError as e:
+        _say(
+            args,
+            {"ok": False, "error": type(e).__name__, "message": str(e)},
+            f"cannot verify: {e} [{type(e).__name__}]",
+        )
+        return EXIT_ERROR
+    witnessed = report.witnessed
+    _say(
+        args,
+        {
+            "ok": True,
+            "database": report.head.database_id,
+            "events": report.head.seq,
+            "head": report.head.hash,
+            "anchor": report.anchor.value,
+            "witnessed_seq": None if witnessed is None else witnessed.seq,
+            "detail": report.detail,
+        },
+        report.summary(),
+    )
+    return EXIT_OK
+
+
+def _say(args: argparse.Namespace, obj: dict[str, object], line: str) -> None:
+    if args.json:
+        print(json.dumps(obj, ensure_ascii=False))
+    else:
+        print(line, file=sys.stdout if obj.get("ok") else sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
