@@ -1,0 +1,61 @@
+"""The documentation says what the code does: claims have tests, commands are documented."""
+
+from __future__ import annotations
+
+import re
+
+from core.cli import build_parser
+from tests.conftest import ROOT
+
+GUARANTEE_ID = re.compile(r"\bG-[A-Z]+-\d+\b")
+MARKED = re.compile(r'guarantee\("(G-[A-Z]+-\d+)"\)')
+
+
+def _listed() -> set[str]:
+    table = (ROOT / "docs" / "guarantees.md").read_text()
+    return set(re.findall(r"^\| (G-[A-Z]+-\d+) \|", table, flags=re.M))
+
+
+def _marked_in_tests() -> set[str]:
+    found: set[str] = set()
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        found.update(MARKED.findall(path.read_text()))
+    return found
+
+
+def test_every_listed_guarantee_has_a_test() -> None:
+    missing = _listed() - _marked_in_tests()
+    assert not missing, f"claims with no test: {sorted(missing)}"
+
+
+def test_every_guarantee_a_test_names_is_listed() -> None:
+    unknown = _marked_in_tests() - _listed()
+    assert not unknown, f"tests name claims docs/guarantees.md does not list: {sorted(unknown)}"
+
+
+def test_every_guarantee_the_readme_states_is_listed() -> None:
+    stated = set(GUARANTEE_ID.findall((ROOT / "README.md").read_text()))
+    assert stated, "the README states no guarantee ids"
+    assert stated <= _listed()
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for name in commands:
+        assert f"`signoff {name}" in readme, f"signoff {name} is not documented in the README"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test" in readme
+    assert re.search(r"^make test$", ci, flags=re.M)
+
+
+def test_every_decision_record_is_indexed() -> None:
+    decisions = ROOT / "docs" / "decisions"
+    index = (decisions / "README.md").read_text()
+    for record in sorted(decisions.glob("[0-9][0-9][0-9][0-9]-*.md")):
+        assert record.name in index, f"{record.name} is missing from docs/decisions/README.md"
