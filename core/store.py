@@ -26,6 +26,7 @@ import secrets
 import sqlite3
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -72,6 +73,9 @@ class Store:
         self.database_id = database_id
         self._conn = conn
         self._schema_version = self._read_schema_version()
+        # When a list, each committed transaction is recorded as (purpose, event kinds): tests
+        # hold every state change to its events and compare transaction boundaries.
+        self.trace: list[tuple[str, tuple[str, ...]]] | None = None
 
     # --- opening ------------------------------------------------------------------------
 
@@ -123,17 +127,24 @@ class Store:
     # --- transactions -------------------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[Transaction]:
-        """One write transaction: everything in it commits (synced) or nothing does."""
+    def transaction(self, purpose: str = "state") -> Iterator[Transaction]:
+        """One write transaction: everything in it commits (synced) or nothing does.
+
+        ``purpose`` is "state" for a change of the record (which must append its events) and
+        "lease" for the lease's own bookkeeping, which writes no event.
+        """
         conn = self._conn
         with _named_sqlite_errors(self.path):
             conn.execute("BEGIN IMMEDIATE")
         try:
             with _named_sqlite_errors(self.path):
                 self._check_schema_unchanged()
-            yield Transaction(self)
+            tx = Transaction(self)
+            yield tx
             with _named_sqlite_errors(self.path):
                 conn.execute("COMMIT")
+            if self.trace is not None:
+                self.trace.append((purpose, tuple(tx.kinds)))
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -193,6 +204,8 @@ class Transaction:
     def __init__(self, store: Store) -> None:
         self._store = store
         self.conn = store._conn
+        self.kinds: list[str] = []  # the kinds of the events appended, in order
+        self._head: Head | None = None  # the chain's head as this transaction left it
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> sqlite3.Cursor:
         with _named_sqlite_errors(self._store.path):
@@ -213,7 +226,7 @@ class Transaction:
     def append_events(self, events: list[tuple[str | None, int | None, str, Any, str]]) -> Head:
         """Append several events in order: (run_id, step, kind, payload, at) each."""
         store = self._store
-        head = store.head()
+        head = self._head or store.head()  # read once: the write lock is held until commit
         prev, seq = head.hash, head.seq
         rows = []
         for run_id, step, kind, payload, at in events:
@@ -228,13 +241,15 @@ class Transaction:
                 prev=prev, seq=seq, run_id=run_id, step=step, kind=kind, payload=payload_text, at=at
             )
             rows.append((seq, run_id, step, kind, payload_text, at, prev))
+            self.kinds.append(kind)
         with _named_sqlite_errors(store.path):
             self.conn.executemany(
                 "INSERT INTO events (seq, run_id, step_idx, kind, payload, at, hash)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
-        return Head(store.database_id, seq, prev)
+        self._head = Head(store.database_id, seq, prev)
+        return self._head
 
 
 def _encodable(text: str) -> bool:
@@ -251,7 +266,7 @@ def _named_sqlite_errors(path: Path) -> Iterator[None]:
         yield
     except sqlite3.OperationalError as e:
         name = getattr(e, "sqlite_errorname", "")
-        if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED"):
+        if _busy(e):
             raise StoreBusy(
                 f"{path} stayed locked by another process past the busy timeout; try again"
             ) from e
@@ -305,27 +320,35 @@ def _check_one(path: Path, *, what: str) -> None:
 
 def _prepare(conn: sqlite3.Connection, path: Path, *, busy_timeout: float, readonly: bool) -> str:
     """Settings, checks and migrations on a fresh connection; returns the database id."""
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA trusted_schema = OFF")
-        conn.execute("PRAGMA synchronous = FULL")
-        version: int = conn.execute("PRAGMA user_version").fetchone()[0]
-        _refuse_foreign_objects(conn, path)
-    except sqlite3.DatabaseError as e:
-        raise NotASignoffDatabase(f"{path} is not a SQLite database: {e}") from None
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA trusted_schema = OFF")
+            conn.execute("PRAGMA synchronous = FULL")
+            version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+            _refuse_foreign_objects(conn, path)
+            break
+        except sqlite3.OperationalError as e:
+            # Busy at once while another process converts the file to WAL: wait it out.
+            if not _busy(e) or time.monotonic() >= deadline:
+                with _named_sqlite_errors(path):
+                    raise
+            time.sleep(0.01)
+        except sqlite3.DatabaseError as e:
+            raise NotASignoffDatabase(f"{path} is not a SQLite database: {e}") from None
     if version > LATEST:
         raise SchemaTooNew(
             f"{path} has schema version {version}, newer than this Signoff knows ({LATEST});"
             " use the newer Signoff that wrote it"
         )
-    if version == 0 and _has_tables(conn):
-        raise NotASignoffDatabase(f"{path} is a SQLite database, but not Signoff's")
     if not readonly:
+        _ensure_wal(conn, path, busy_timeout)
         with _named_sqlite_errors(path):
-            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] != "wal":
-                raise StoreError(f"{path} cannot be put in WAL mode")
-            _migrate(conn)
+            _migrate(conn, path)
+    elif version == 0 and _has_tables(conn):
+        raise NotASignoffDatabase(f"{path} is a SQLite database, but not Signoff's")
     elif version < LATEST:
         raise StoreError(
             f"{path} is at schema version {version}; open it once with a writing command to"
@@ -336,6 +359,10 @@ def _prepare(conn: sqlite3.Connection, path: Path, *, busy_timeout: float, reado
         raise NotASignoffDatabase(f"{path} has no database id: it is not a Signoff database")
     database_id: str = row[0]
     return database_id
+
+
+def _busy(e: sqlite3.OperationalError) -> bool:
+    return str(getattr(e, "sqlite_errorname", "")).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
 
 
 def _has_tables(conn: sqlite3.Connection) -> bool:
@@ -354,7 +381,29 @@ def _refuse_foreign_objects(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
-def _migrate(conn: sqlite3.Connection) -> None:
+def _ensure_wal(conn: sqlite3.Connection, path: Path, busy_timeout: float) -> None:
+    """Put the database in WAL mode, waiting out other processes doing the same.
+
+    Changing the journal mode returns SQLITE_BUSY at once, without the busy handler, while
+    another connection is in the middle of opening or converting the same file; so this retries
+    until the busy timeout.
+    """
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                return
+            raise StoreError(f"{path} cannot be put in WAL mode")
+        except sqlite3.OperationalError as e:
+            if not _busy(e) or time.monotonic() >= deadline:
+                with _named_sqlite_errors(path):
+                    raise
+            time.sleep(0.01)
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     if conn.execute("PRAGMA user_version").fetchone()[0] >= LATEST:
         return  # The usual case: no write lock taken just to open.
     for migration in MIGRATIONS:
@@ -362,6 +411,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
         try:
             # Re-read under the write lock: another process may have migrated meanwhile.
             current: int = conn.execute("PRAGMA user_version").fetchone()[0]
+            if current == 0 and _has_tables(conn):
+                raise NotASignoffDatabase(f"{path} is a SQLite database, but not Signoff's")
             if current >= migration.version:
                 conn.execute("ROLLBACK")
                 continue
