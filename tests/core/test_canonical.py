@@ -210,3 +210,35 @@ def test_every_double_either_round_trips_or_is_refused(f: float) -> None:
     except JSONRefused:
         return
     assert canonical.loads(encoded) == f
+
+
+non_bmp_text = st.text(st.characters(min_codepoint=0xE000, exclude_categories=["Cs"]), max_size=4)
+wide_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-SAFE, SAFE) | doubles | text | non_bmp_text,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(text | non_bmp_text, children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@given(wide_values)
+def test_the_fast_path_writes_exactly_what_rfc8785_writes(value: object) -> None:
+    assert canonical.dumps(value) == rfc8785.dumps(value)
+
+
+def test_keys_beyond_the_bmp_sort_by_utf16_as_rfc8785_says() -> None:
+    value = {"\U0001f600": 1, "\ufb01": 2}  # code point order and UTF-16 order disagree
+    assert canonical.dumps(value) == rfc8785.dumps(value)
+    assert canonical.dumps(value).decode().index("\U0001f600") < canonical.dumps(
+        value
+    ).decode().index("\ufb01")
+
+
+def test_a_circular_value_is_refused_not_looped_on() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(NotJSON):
+        canonical.dumps(loop)
+    shared = [1]
+    assert canonical.dumps({"a": shared, "b": shared}) == b'{"a":[1],"b":[1]}'
