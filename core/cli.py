@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from core import paths
 from core.errors import ChainBroken, SignoffError
 from core.heads import KeyringHeadStore
+from core.policy import PolicyDecision, load_policy
+from core.recheck import recheck
 from core.store import Store
 from core.verify import verify
 
@@ -38,6 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-keyring", action="store_true", help="do not compare with the keyring")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(func=_verify)
+
+    p = commands.add_parser(
+        "recheck",
+        help="would today's policy decide a run's steps the same?",
+        description="Hand every recorded policy evaluation of RUN, rebuilt from the record, to"
+        " today's policy (from the configuration). Exit 0 when it decides the same, 1 listing"
+        " each difference, 2 when the run cannot be re-checked.",
+    )
+    p.add_argument("run", metavar="RUN", help="the run's id")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.set_defaults(func=_recheck)
     return parser
 
 
@@ -86,6 +99,55 @@ def _verify(args: argparse.Namespace) -> int:
         report.summary(),
     )
     return EXIT_OK
+
+
+def _recheck(args: argparse.Namespace) -> int:
+    try:
+        policy = load_policy(paths.config_path())
+        with Store.open(paths.database_path(), create=False, readonly=True) as store:
+            result = recheck(store, args.run, policy)
+    except SignoffError as e:
+        _say(
+            args,
+            {"ok": False, "error": type(e).__name__, "message": str(e)},
+            f"cannot re-check: {e} [{type(e).__name__}]",
+        )
+        return EXIT_ERROR
+    differences = [
+        {
+            "step": d.step,
+            "then": d.then.as_json(),
+            "now": d.now.as_json(),
+            "then_policy": d.then_policy,
+            "now_policy": d.now_policy,
+        }
+        for d in result.differences
+    ]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "ok": not differences,
+                    "run": result.run_id,
+                    "evaluations": result.evaluations,
+                    "differences": differences,
+                }
+            )
+        )
+    elif not differences:
+        print(
+            f"same: today's policy decides all {result.evaluations} evaluations of run"
+            f" {result.run_id} as recorded"
+        )
+    else:
+        for d in result.differences:
+            print(f"run {d.run_id} step {d.step}: then {_describe(d.then)}, now {_describe(d.now)}")
+    return EXIT_FAILED if differences else EXIT_OK
+
+
+def _describe(decision: PolicyDecision) -> str:
+    kind = f" ({decision.kind})" if decision.kind else ""
+    return f"{decision.outcome.value}{kind}"
 
 
 def _say(args: argparse.Namespace, obj: dict[str, object], line: str) -> None:

@@ -122,3 +122,69 @@ class DatabaseReplaced(ChainBroken):
 
 class HeadUnavailable(SignoffError):
     """The head store (the OS keyring) cannot be reached; the chain is not anchored."""
+
+
+# --- Tools, configuration, policy ----------------------------------------------------------
+
+
+class SchemaRefused(SignoffError):
+    """A tool's input schema is refused: not a schema, not exact JSON, or it refers outside."""
+
+
+class ConfigError(SignoffError):
+    """The configuration has an unknown key or a bad value; the message names where."""
+
+
+class NotRecheckable(SignoffError):
+    """A recorded evaluation cannot be rebuilt from the record, so it cannot be re-checked."""
+
+
+# --- The gate ------------------------------------------------------------------------------
+
+
+class GateError(SignoffError):
+    """A gate call was refused; nothing was changed."""
+
+
+class UnknownRun(GateError):
+    """No run has this id."""
+
+
+class RunExists(GateError):
+    """A run with this id already exists; ``begin`` starts new runs only."""
+
+
+class RunStateError(GateError):
+    """The call does not fit the run's or the session's state (misuse, or the session is over)."""
+
+
+class SessionClosed(GateError):
+    """The session was closed, or a call on it failed; open a new one with ``attach``."""
+
+
+class RunLeased(GateError):
+    """Another live session (in this or another process) holds the run's lease."""
+
+
+class LeaseLost(GateError):
+    """This session no longer holds the run's lease; it refuses every further call."""
+
+
+class ApprovalError(GateError):
+    """An approval cannot be decided or used as asked."""
+
+
+class UnknownApproval(ApprovalError):
+    """No approval of this run has this id."""
+
+
+class ApprovalNotPending(ApprovalError):
+    """The approval was already decided."""
+
+
+class ApprovalMismatch(ApprovalError):
+    """The request recorded for the approval no longer hashes to what was approved."""
+
+
+class ApprovalExpired(ApprovalError):
+    """The grant outlived its TTL before it was executed; the run was cancelled."""

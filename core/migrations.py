@@ -86,7 +86,8 @@ _INITIAL = (
         request        TEXT NOT NULL,
         request_hash   TEXT NOT NULL,
         status         TEXT NOT NULL CHECK (status IN
-                         ('pending', 'approved', 'rejected', 'expired', 'consumed')),
+                         ('pending', 'approved', 'rejected', 'expired', 'consumed',
+                          'superseded')),
         policy_reason  TEXT,
         created_at     TEXT NOT NULL,
         decided_by     TEXT,

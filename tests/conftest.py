@@ -113,3 +113,16 @@ def keyring_under_test(
 
 
 NO_KEYRING_ENV = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+
+
+@pytest.fixture
+def gate_store(home: Path) -> Iterator[Store]:
+    """A store whose every committed transaction is traced; at the end of the test the record
+    must be complete (no state change without an event) and consistent (events rebuild it)."""
+    from tests.core.gatekit import check_completeness, check_consistency
+
+    with Store.open(home / "signoff.db") as s:
+        s.trace = []
+        yield s
+        check_completeness(s)
+        check_consistency(s)

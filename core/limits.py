@@ -1,0 +1,84 @@
+"""Limits on a run, checked when a step starts. Pure code.
+
+Rules:
+
+1. Steps: a run may start at most ``max_steps`` steps.
+2. Consecutive failures: a run whose last ``max_consecutive_failures`` steps each ended in a
+   failure (a refused or invalid decision, a denial, a tool error) stops.
+3. Loops are keyed on the observation: the same request answered by the same observation
+   ``loop_repeats`` times in a row is a loop; the same request with a changed result is progress.
+4. Time: active time (the run's working time in sessions) and elapsed time (since the run was
+   created) are separate: one measures work, the other staleness.
+5. ``grant_ttl_seconds`` bounds how long an approval may wait between being granted and being
+   executed; it is judged when attach allows the grant and again at execute.
+
+A limit ends the run as FAILED with a named reason (``limit_steps`` ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from core.canonical import JSONValue
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_steps: int | None = 100
+    max_consecutive_failures: int | None = 5
+    loop_repeats: int | None = 3
+    max_active_seconds: float | None = None
+    max_elapsed_seconds: float | None = None
+    grant_ttl_seconds: float | None = None
+
+    def as_json(self) -> dict[str, JSONValue]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Limits:
+        names = {f.name for f in fields(cls)}
+        if not isinstance(value, dict) or not set(value) <= names:
+            raise ValueError(f"not a set of limits: {value!r}")
+        return cls(**value)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished step, as far as the loop rule cares: its request and what it observed."""
+
+    request_hash: str | None
+    observation: str | None
+
+
+def exceeded(
+    limits: Limits,
+    *,
+    step_count: int,
+    consecutive_failures: int,
+    recent: Sequence[Finished],
+    active_seconds: float,
+    elapsed_seconds: float,
+) -> str | None:
+    """The reason the next step may not start, or None. ``recent``: newest last."""
+    if limits.max_steps is not None and step_count >= limits.max_steps:
+        return "limit_steps"
+    if (
+        limits.max_consecutive_failures is not None
+        and consecutive_failures >= limits.max_consecutive_failures
+    ):
+        return "limit_consecutive_failures"
+    n = limits.loop_repeats
+    if n is not None and n > 0 and len(recent) >= n:
+        tail = recent[-n:]
+        first = tail[0]
+        if first.request_hash is not None and all(
+            (s.request_hash, s.observation) == (first.request_hash, first.observation) for s in tail
+        ):
+            return "limit_loop"
+    if limits.max_active_seconds is not None and active_seconds >= limits.max_active_seconds:
+        return "limit_active_time"
+    if limits.max_elapsed_seconds is not None and elapsed_seconds >= limits.max_elapsed_seconds:
+        return "limit_elapsed_time"
+    return None

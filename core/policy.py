@@ -1,0 +1,234 @@
+"""Policy: the operator's rules, evaluated by the runtime, never by the model. Pure code.
+
+Rules:
+
+1. A policy is asked about one request at a time and sees one form of it on every path (the
+   first proposal, an attach after an approval, a re-check): a ``PolicyRequest`` built from the
+   canonical request and a small view of the run, as canonical JSON. Each evaluation gets its
+   own parsed copy, so a policy that writes into what it is handed changes nothing.
+2. It answers ``allow``, ``deny`` (an observation: the run goes on), ``approve`` (pause on a
+   hash-bound approval of a kind) or ``abort`` (the run ends).
+3. ``DefaultPolicy``: ``read_only`` is allowed; every other class needs an approval, whose kind
+   is the class.
+4. ``ConfigPolicy``: per class and per tool, ``allow`` / ``approve`` / ``deny``; a rule for the
+   tool wins over the rule for its class; a class with no rule gets the default. Its identity is
+   the hash of its canonical configuration.
+5. A policy that names itself (``identity()``) has that identity recorded with each
+   evaluation, so a re-check can say which policy decided.
+"""
+
+from __future__ import annotations
+
+import enum
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from core import canonical
+from core.canonical import JSONValue
+from core.errors import ConfigError, NotRecheckable
+from core.tools import SideEffect
+
+
+class Outcome(enum.StrEnum):
+    ALLOW = "allow"
+    DENY = "deny"
+    APPROVE = "approve"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True)
+class PolicyDecision:
+    outcome: Outcome
+    reason: str = ""
+    kind: str = ""  # the approval's kind, with APPROVE
+
+    def as_json(self) -> dict[str, JSONValue]:
+        return {"outcome": self.outcome.value, "reason": self.reason, "kind": self.kind}
+
+    @classmethod
+    def from_json(cls, value: JSONValue) -> PolicyDecision:
+        if not isinstance(value, dict):
+            raise NotRecheckable("a recorded policy decision is not an object")
+        try:
+            return cls(Outcome(str(value["outcome"])), str(value["reason"]), str(value["kind"]))
+        except (KeyError, ValueError) as e:
+            raise NotRecheckable(f"a recorded policy decision is incomplete: {e}") from None
+
+    def same_as(self, other: PolicyDecision) -> bool:
+        """Whether two decisions do the same thing (the wording of a reason aside)."""
+        return (self.outcome, self.kind) == (other.outcome, other.kind)
+
+
+@dataclass(frozen=True)
+class PolicyRequest:
+    """What a policy is handed: the request and a view of the run, in one canonical form."""
+
+    text: str  # the canonical JSON this request is, and is recorded as
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        tool: str,
+        spec_hash: str,
+        side_effect: SideEffect,
+        idempotent: bool,
+        arguments: JSONValue,
+        run_id: str,
+        goal: str,
+        step: int,
+        consecutive_failures: int,
+    ) -> PolicyRequest:
+        return cls(
+            canonical.dumps_text(
+                {
+                    "tool": tool,
+                    "spec_hash": spec_hash,
+                    "side_effect": side_effect.value,
+                    "idempotent": idempotent,
+                    "arguments": arguments,
+                    "run": {
+                        "id": run_id,
+                        "goal": goal,
+                        "step": step,
+                        "consecutive_failures": consecutive_failures,
+                    },
+                }
+            )
+        )
+
+    def value(self) -> dict[str, Any]:
+        """A fresh parsed copy: the policy may read or write it; nothing else sees it."""
+        value = canonical.loads(self.text)
+        if not isinstance(value, dict):
+            raise NotRecheckable("a policy request is not an object")
+        return value
+
+    @property
+    def tool(self) -> str:
+        return str(self.value()["tool"])
+
+    @property
+    def side_effect(self) -> SideEffect:
+        return SideEffect(self.value()["side_effect"])
+
+
+class Policy(Protocol):
+    def evaluate(self, request: PolicyRequest) -> PolicyDecision: ...
+
+
+@runtime_checkable
+class IdentifiedPolicy(Protocol):
+    def evaluate(self, request: PolicyRequest) -> PolicyDecision: ...
+
+    def identity(self) -> str: ...
+
+
+def identity_of(policy: Policy) -> str | None:
+    return policy.identity() if isinstance(policy, IdentifiedPolicy) else None
+
+
+class Rule(enum.StrEnum):
+    ALLOW = "allow"
+    APPROVE = "approve"
+    DENY = "deny"
+
+
+DEFAULT_RULES: Mapping[SideEffect, Rule] = {
+    SideEffect.READ_ONLY: Rule.ALLOW,
+    SideEffect.LOCAL_MUTATION: Rule.APPROVE,
+    SideEffect.REMOTE_MUTATION: Rule.APPROVE,
+    SideEffect.DESTRUCTIVE: Rule.APPROVE,
+}
+
+
+def _decide(rule: Rule, side_effect: SideEffect, why: str) -> PolicyDecision:
+    if rule is Rule.ALLOW:
+        return PolicyDecision(Outcome.ALLOW, f"{why}: allow")
+    if rule is Rule.DENY:
+        return PolicyDecision(Outcome.DENY, f"{why}: deny")
+    return PolicyDecision(Outcome.APPROVE, f"{why}: approve", kind=side_effect.value)
+
+
+class ConfigPolicy:
+    """Allow / approve / deny per class and per tool; no language, no state."""
+
+    def __init__(
+        self,
+        classes: Mapping[SideEffect, Rule] | None = None,
+        tools: Mapping[str, Rule] | None = None,
+    ) -> None:
+        self.classes = {**DEFAULT_RULES, **(classes or {})}
+        self.tools = dict(tools or {})
+
+    def evaluate(self, request: PolicyRequest) -> PolicyDecision:
+        value = request.value()
+        side_effect = SideEffect(value["side_effect"])
+        tool = value["tool"]
+        if tool in self.tools:
+            return _decide(self.tools[tool], side_effect, f"the rule for tool {tool}")
+        return _decide(self.classes[side_effect], side_effect, f"the rule for {side_effect}")
+
+    def configuration(self) -> dict[str, JSONValue]:
+        return {
+            "classes": {c.value: r.value for c, r in sorted(self.classes.items())},
+            "tools": {t: r.value for t, r in sorted(self.tools.items())},
+        }
+
+    def identity(self) -> str:
+        return canonical.sha256_hex(self.configuration())
+
+    @classmethod
+    def from_mapping(cls, policy: Mapping[str, Any], *, source: str = "policy") -> ConfigPolicy:
+        """From the ``[policy]`` table: class = rule, and ``[policy.tools]``: tool = rule."""
+        classes: dict[SideEffect, Rule] = {}
+        tools: dict[str, Rule] = {}
+        for key, value in policy.items():
+            if key == "tools":
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"{source}: policy.tools must be a table")
+                for tool, rule in value.items():
+                    tools[tool] = _rule(rule, f"{source}: policy.tools.{tool}")
+                continue
+            try:
+                side_effect = SideEffect(key)
+            except ValueError:
+                known = ", ".join(s.value for s in SideEffect)
+                raise ConfigError(
+                    f"{source}: policy.{key} is not a side-effect class (known: {known}, tools)"
+                ) from None
+            classes[side_effect] = _rule(value, f"{source}: policy.{key}")
+        return cls(classes, tools)
+
+
+def _rule(value: Any, where: str) -> Rule:
+    try:
+        return Rule(value)
+    except ValueError:
+        raise ConfigError(f"{where} = {value!r}: expected allow, approve or deny") from None
+
+
+class DefaultPolicy(ConfigPolicy):
+    """read_only: allow; local_mutation, remote_mutation, destructive: approve."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+def load_policy(path: Path) -> ConfigPolicy:
+    """The policy of the TOML configuration at ``path``; the default when there is none."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return DefaultPolicy()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    policy = data.get("policy", {})
+    if not isinstance(policy, dict):
+        raise ConfigError(f"{path}: policy must be a table")
+    return ConfigPolicy.from_mapping(policy, source=str(path))

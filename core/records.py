@@ -1,0 +1,137 @@
+"""Read-only views of the state tables, as the gate, the CLI and the app read them.
+
+Views are frozen copies: changing one changes nothing in the store or in a session.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from core import canonical
+from core.limits import Limits
+
+RUN_COLUMNS = (
+    "id, goal, status, end_reason, result, limits, step_count, consecutive_failures,"
+    " active_seconds, lease_owner, lease_expires_at, created_at, updated_at"
+)
+STEP_COLUMNS = (
+    "run_id, idx, status, decision, origin, tool_name, tool_spec_hash, arguments,"
+    " request_hash, observation, started_at, ended_at"
+)
+APPROVAL_COLUMNS = (
+    "id, run_id, step_idx, kind, request, request_hash, status, policy_reason, created_at,"
+    " decided_by, decided_reason, decided_at"
+)
+
+TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+
+
+@dataclass(frozen=True)
+class RunView:
+    id: str
+    goal: str
+    status: str
+    end_reason: str | None
+    result: str | None  # canonical JSON text
+    limits: Limits
+    step_count: int
+    consecutive_failures: int
+    active_seconds: float
+    lease_owner: str | None
+    lease_expires_at: float | None
+    created_at: str
+    updated_at: str
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> RunView:
+        values = list(row)
+        values[5] = _limits(values[5])
+        return cls(*values)
+
+
+@dataclass(frozen=True)
+class StepView:
+    run_id: str
+    index: int
+    status: str
+    decision: str | None  # the decision as proposed, verbatim (JSON text)
+    origin: str | None
+    tool: str | None
+    tool_spec_hash: str | None
+    arguments: str | None  # canonical JSON text
+    request_hash: str | None
+    observation: str | None  # canonical JSON text
+    started_at: str
+    ended_at: str | None
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    id: str
+    run_id: str
+    step: int
+    kind: str
+    request: str  # the canonical request the hash is over
+    request_hash: str
+    status: str
+    policy_reason: str | None
+    created_at: str
+    decided_by: str | None
+    decided_reason: str | None
+    decided_at: str | None
+
+
+@functools.lru_cache(maxsize=64)
+def _limits(text: str) -> Limits:
+    """Limits are read with every run and rarely differ: parse each stored text once."""
+    return Limits.from_json(canonical.loads(text))
+
+
+def read_run(conn: sqlite3.Connection, run_id: str) -> RunView | None:
+    row = conn.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return None if row is None else RunView.from_row(row)
+
+
+def read_steps(conn: sqlite3.Connection, run_id: str) -> tuple[StepView, ...]:
+    rows = conn.execute(
+        f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY idx", (run_id,)
+    ).fetchall()
+    return tuple(StepView(*row) for row in rows)
+
+
+def read_step(conn: sqlite3.Connection, run_id: str, index: int) -> StepView | None:
+    row = conn.execute(
+        f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? AND idx = ?", (run_id, index)
+    ).fetchone()
+    return None if row is None else StepView(*row)
+
+
+def read_approval(conn: sqlite3.Connection, approval_id: str) -> ApprovalView | None:
+    row = conn.execute(
+        f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?", (approval_id,)
+    ).fetchone()
+    return None if row is None else ApprovalView(*row)
+
+
+def latest_approval(conn: sqlite3.Connection, run_id: str, index: int) -> ApprovalView | None:
+    row = conn.execute(
+        f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE run_id = ? AND step_idx = ?"
+        " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        (run_id, index),
+    ).fetchone()
+    return None if row is None else ApprovalView(*row)
+
+
+def pending_approvals(conn: sqlite3.Connection) -> tuple[ApprovalView, ...]:
+    rows = conn.execute(
+        f"SELECT {APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending'"
+        " ORDER BY created_at, rowid"
+    ).fetchall()
+    return tuple(ApprovalView(*row) for row in rows)
