@@ -5,12 +5,23 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 
-def test_the_verify_benchmark_runs_and_prints_its_ratio() -> None:
+@pytest.mark.parametrize(
+    ("script", "args", "ratio_line"),
+    [
+        ("verify.py", ["--events", "3000", "--repeat", "1"], "ratio verify/floor:"),
+        ("gate.py", ["--calls", "50", "--repeat", "1"], "ratio call/commit:"),
+    ],
+)
+def test_each_benchmark_runs_and_prints_its_ratio(
+    script: str, args: list[str], ratio_line: str
+) -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "verify.py"), "--events", "3000", "--repeat", "1"],
+        [sys.executable, str(ROOT / "bench" / script), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -18,4 +29,4 @@ def test_the_verify_benchmark_runs_and_prints_its_ratio() -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
-    assert "ratio verify/floor:" in done.stdout
+    assert ratio_line in done.stdout

@@ -59,3 +59,12 @@ def test_every_decision_record_is_indexed() -> None:
     index = (decisions / "README.md").read_text()
     for record in sorted(decisions.glob("[0-9][0-9][0-9][0-9]-*.md")):
         assert record.name in index, f"{record.name} is missing from docs/decisions/README.md"
+
+
+def test_the_readme_gate_example_runs_as_written(tmp_path, monkeypatch, capsys) -> None:
+    readme = (ROOT / "README.md").read_text()
+    code = re.search(r"## Using the gate from your own loop.*?```python\n(.*?)```", readme, re.S)
+    assert code is not None
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code.group(1), "README.md", "exec"), {})  # noqa: S102  # our own README
+    assert capsys.readouterr().out == "pushed 7\n"
