@@ -27,6 +27,7 @@ import enum
 import inspect
 import secrets
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from core.errors import (
     SessionClosed,
     UnknownRun,
 )
+from core.lease import Heartbeat, is_live
 from core.limits import Finished, Limits, exceeded
 from core.policy import DefaultPolicy, Outcome, Policy, PolicyDecision, PolicyRequest, identity_of
 from core.records import (
@@ -76,6 +78,26 @@ def _utc_now() -> datetime:
 
 
 @dataclass(frozen=True)
+class Reconciled:
+    """A reconcile hook's answer: ``done`` (with the call's result), ``not_done``, ``unknown``."""
+
+    answer: str
+    result: JSONValue = None
+
+    @classmethod
+    def done(cls, result: JSONValue = None) -> Reconciled:
+        return cls("done", result)
+
+    @classmethod
+    def not_done(cls) -> Reconciled:
+        return cls("not_done")
+
+    @classmethod
+    def unknown(cls) -> Reconciled:
+        return cls("unknown")
+
+
+@dataclass(frozen=True)
 class GateConfig:
     store: Store
     tools: Sequence[Tool]
@@ -85,6 +107,9 @@ class GateConfig:
     owner: str = "signoff"  # the lease owner's name; each gate adds a random suffix
     lease_ttl: float = 30.0
     wall_clock: Callable[[], float] = time.time  # lease expiry only
+    # Asked, on takeover, about a step found executing a tool that is not read-only and not
+    # idempotent: did the call take effect? Without it, such a step waits for the operator.
+    reconcile: Callable[[Request], Reconciled] | None = None
 
 
 class VerdictOutcome(enum.StrEnum):
@@ -176,8 +201,11 @@ class Gate:
         if run.terminal:
             raise RunStateError(f"run {run_id} is over ({run.status}, {run.end_reason})")
         if run.status == "RUNNING":
-            self._take_over(run)
-            return self._open_session(run_id), None
+            ended = self._take_over(run)
+            session = self._open_session(run_id)
+            if ended is not None:
+                session._finish("paused" if ended.outcome == VerdictOutcome.PENDING else "ended")
+            return session, ended
         session = self._open_session(run_id)
         try:
             return session, session._attach_waiting()
@@ -189,14 +217,25 @@ class Gate:
         self._held.add(run_id)
         return Session(self, run_id)
 
-    def _take_over(self, run: RunView) -> None:
-        now = self.config.wall_clock()
-        if run.lease_owner is not None and (run.lease_expires_at or 0) > now:
-            raise RunLeased(
-                f"run {run.id} is leased to {run.lease_owner} for another"
-                f" {run.lease_expires_at - now:.1f} s"  # type: ignore[operator]
-            )
+    def _take_over(self, run: RunView) -> Verdict | None:
+        """Take over a run whose lease expired, settling the steps its last owner left open.
+
+        A deciding step is marked interrupted. An executing step of a read-only or idempotent
+        tool is marked interrupted and the run goes on. Any other executing step started a side
+        effect whose outcome is unknown: the reconcile hook is asked, or (without one, or when
+        it does not know) the run pauses on an ``interrupted_side_effect`` approval of that
+        step's recorded request. A step whose tool is gone, changed, or whose arguments no
+        longer pass its schema fails the run as ``reconcile_conflict``. Returns the verdict
+        when the run paused or ended, None when the session goes on.
+        """
+        if is_live(run.lease_owner, run.lease_expires_at, self.config.wall_clock()):
+            raise RunLeased(f"run {run.id} is leased to {run.lease_owner}, live")
+        with self.store.snapshot() as conn:
+            open_steps = [s for s in read_steps(conn, run.id) if s.status in _OPEN_STEPS]
+        # Ask the hook before taking the write lock: it may do I/O of its own.
+        plans = [(step, self._settle(step)) for step in open_steps]
         at = self._now_text()
+        verdict: tuple[VerdictOutcome, ApprovalView | None, str] | None = None
         with self.store.transaction() as tx:
             current = read_run(tx.conn, run.id)
             if current is None or (current.lease_owner, current.lease_expires_at) != (
@@ -205,9 +244,77 @@ class Gate:
             ):
                 raise RunLeased(f"run {run.id} was taken by another session meanwhile")
             transitions.take_over(tx, run, owner=self.owner, expires=self._lease_expiry(), at=at)
-            for step in read_steps(tx.conn, run.id):
-                if step.status in ("deciding", "executing"):
+            for step, (action, detail) in plans:
+                if detail is not None and "answer" in detail:
+                    transitions.record_reconciled(tx, run.id, step.index, answer=detail, at=at)
+                if action == "interrupt":
                     transitions.interrupt_step(tx, run.id, step.index, at=at)
+                elif action == "done":
+                    transitions.finish_step(
+                        tx, run.id, step.index, status="done", active_seconds=0.0, at=at,
+                        observation={"ok": True, "result": detail["result"], "reconciled": True},
+                    )  # fmt: skip
+                elif action == "conflict":
+                    transitions.finish_step(
+                        tx, run.id, step.index, status="failed", active_seconds=0.0, at=at,
+                        observation={"error": "reconcile_conflict", "detail": detail["why"]},
+                    )  # fmt: skip
+                    transitions.end_run(
+                        tx, run.id, status="FAILED", reason="reconcile_conflict", at=at
+                    )
+                    verdict = (VerdictOutcome.ENDED, None, "reconcile_conflict")
+                else:  # pause
+                    request = approvals.step_request(step, "interrupted_side_effect")
+                    approval = ApprovalView(
+                        self.config.new_id(), run.id, step.index, "interrupted_side_effect",
+                        canonical.dumps_text(request), approvals.request_hash(request),
+                        "pending", INTERRUPTED_REASON, at, None, None, None,
+                    )  # fmt: skip
+                    transitions.request_approval(
+                        tx, run.id, step.index, approval_id=approval.id, kind=approval.kind,
+                        request=approval.request, request_hash=approval.request_hash,
+                        reason=INTERRUPTED_REASON, active_seconds=0.0, at=at,
+                    )  # fmt: skip
+                    verdict = (VerdictOutcome.PENDING, approval, INTERRUPTED_REASON)
+            final = read_run(tx.conn, run.id)
+        if verdict is None or final is None:
+            return None
+        outcome, waiting_on, reason = verdict
+        return Verdict(outcome, final, None, waiting_on, reason)
+
+    def _settle(self, step: StepView) -> tuple[str, Any]:
+        """What a takeover does with a step left open: (action, what to record)."""
+        if step.status == "deciding":
+            return "interrupt", None
+        spec = self._recorded_spec(step)
+        if spec.get("side_effect") == SideEffect.READ_ONLY.value or spec.get("idempotent"):
+            return "interrupt", None
+        tool = self.tools.get(step.tool or "")
+        arguments = canonical.loads(step.arguments or "null")
+        if tool is None or tool.spec_hash != step.tool_spec_hash:
+            return "conflict", {"why": f"tool {step.tool} is gone or changed since it started"}
+        errors = tool.schema_errors(arguments)
+        if errors:
+            return "conflict", {
+                "why": "the arguments no longer pass the schema: " + "; ".join(errors)
+            }
+        hook = self.config.reconcile
+        if hook is None:
+            return "pause", None
+        answer = hook(_copy_request(step, tool))
+        if answer.answer == "done":
+            return "done", {"answer": "done", "result": answer.result}
+        if answer.answer == "not_done":
+            return "interrupt", {"answer": "not_done", "result": None}
+        return "pause", {"answer": "unknown", "result": None}
+
+    def _recorded_spec(self, step: StepView) -> dict[str, Any]:
+        with self.store.snapshot() as conn:
+            row = conn.execute(
+                "SELECT spec FROM tool_specs WHERE hash = ?", (step.tool_spec_hash,)
+            ).fetchone()
+        spec = canonical.loads(row[0]) if row is not None else None
+        return spec if isinstance(spec, dict) else {}
 
     # --- helpers ------------------------------------------------------------------------
 
@@ -242,6 +349,18 @@ class Gate:
         return decision, identity_of(self.config.policy)
 
 
+_OPEN_STEPS = frozenset({"deciding", "executing"})
+INTERRUPTED_REASON = "started, outcome unknown"
+
+
+def _copy_request(step: StepView, tool: CompiledTool) -> Request:
+    side_effect = tool.tool.side_effect or SideEffect.DESTRUCTIVE
+    return Request(
+        step.run_id, step.index, tool.name, tool.spec_hash, side_effect,
+        step.arguments or "null", step.request_hash or "",
+    )  # fmt: skip
+
+
 _OVER_ERRORS: dict[str, type[GateError]] = {
     "paused": RunStateError,
     "ended": RunStateError,
@@ -261,7 +380,9 @@ class Session:
         self._open: OpenStep | None = None
         self._busy = False
         self._active_since = gate.config.clock()
+        self._heartbeat: Heartbeat | None = None
         self._run = self._read_run()
+        self._hold_lease()
 
     # --- the public surface -------------------------------------------------------------
 
@@ -346,8 +467,34 @@ class Session:
         return run
 
     def _finish(self, why: str) -> None:
-        if self._over is None or why == "closed":
-            self._over = why if self._over is None else self._over
+        if self._over is None:
+            self._over = why
+        self._open = None
+        self._stop_heartbeat()
+        self._gate._held.discard(self.run_id)
+
+    def _hold_lease(self) -> None:
+        """Start renewing the lease when this session holds it and is not renewing yet."""
+        run, gate = self._run, self._gate
+        if self._heartbeat is None and run.status == "RUNNING" and run.lease_owner == gate.owner:
+            self._heartbeat = Heartbeat(
+                self._store.path, self.run_id, gate.owner, ttl=gate.config.lease_ttl,
+                wall_clock=gate.config.wall_clock, busy_timeout=self._store.busy_timeout,
+            )  # fmt: skip
+            self._heartbeat.start()
+            # A session nobody can reach any more can never close: stop renewing its lease then,
+            # so the run can be resumed once the lease expires (as after a crash).
+            weakref.finalize(self, self._heartbeat.halt)
+
+    def _stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+
+    def _die(self) -> None:
+        """As if the process died here: stop renewing, release nothing (crash tests)."""
+        self._stop_heartbeat()
+        self._over = "closed"
         self._open = None
         self._gate._held.discard(self.run_id)
 
@@ -360,6 +507,9 @@ class Session:
             )
         if self._busy:
             raise RunStateError("another call on this session is under way")
+        if self._heartbeat is not None and self._heartbeat.lost.is_set():
+            self._finish("lease_lost")
+            raise LeaseLost(f"the lease of run {self.run_id} was lost; the session is over")
         self._busy = True
         try:
             yield
@@ -397,6 +547,8 @@ class Session:
             run = read_run(tx.conn, self.run_id)
         if run is not None:
             self._run = run
+            if run.status != "RUNNING":
+                self._stop_heartbeat()
 
     def _active(self, now: datetime) -> float:
         return max(0.0, (now - self._active_since).total_seconds())
@@ -465,6 +617,7 @@ class Session:
                 )  # fmt: skip
                 transitions.end_run(tx, self.run_id, status="FAILED", reason="policy_abort", at=at)
         run = self._read_run()
+        self._hold_lease()
         if outcome is Outcome.ALLOW:
             self._active_since = now
             self._open = OpenStep(self, step.index, grant=approval, request=request, tool=tool)
@@ -610,6 +763,7 @@ class OpenStep:
                     s._check_waiting(tx, grant)
                     self._start(tx, request, request_json, grant.id, at)
                 s._read_run()
+                s._hold_lease()
             self._allowed = False
 
             observation = await _call_tool(tool, request.args())

@@ -68,9 +68,16 @@ def utc_now() -> str:
 class Store:
     """An open Signoff database. One connection; not shared between threads."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, database_id: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        database_id: str,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
         self.path = path
         self.database_id = database_id
+        self.busy_timeout = busy_timeout
         self._conn = conn
         self._schema_version = self._read_schema_version()
         # When a list, each committed transaction is recorded as (purpose, event kinds): tests
@@ -113,7 +120,7 @@ class Store:
         except BaseException:
             conn.close()
             raise
-        return cls(path, conn, database_id)
+        return cls(path, conn, database_id, busy_timeout)
 
     def close(self) -> None:
         self._conn.close()

@@ -19,7 +19,8 @@ Events and what they mean (the payloads are what the consistency fold reads):
 - ``approval.closed``  {approval, status}                superseded / expired
 - ``step.tool_started`` {request, request_hash, approval} step executing, run RUNNING
 - ``step.observed``    {status, observation}             step done / failed / denied
-- ``step.interrupted`` {}                                a deciding step abandoned
+- ``step.interrupted`` {}                                a step abandoned, run on without it
+- ``step.reconciled``  {answer}                          what a reconcile hook said (no change)
 """
 
 from __future__ import annotations
@@ -163,6 +164,15 @@ def finish_step(
         at=at,
         run_id=run_id,
         step=index,
+    )
+
+
+def record_reconciled(
+    tx: Transaction, run_id: str, index: int, *, answer: dict[str, JSONValue] | None, at: str
+) -> None:
+    """What a reconcile hook answered about an interrupted call (the change follows)."""
+    tx.append_event(
+        kind="step.reconciled", payload={"answer": answer}, at=at, run_id=run_id, step=index
     )
 
 

@@ -105,8 +105,12 @@ def make_gate(
 
 
 def check_completeness(store: Store) -> None:
-    """Every committed state transaction appended at least one event."""
-    assert store.trace is not None
+    """Every committed state transaction appended at least one event.
+
+    A test that edits the record itself says so by setting ``store.trace = None``.
+    """
+    if store.trace is None:
+        return
     silent = [
         i for i, (purpose, kinds) in enumerate(store.trace) if purpose == "state" and not kinds
     ]
@@ -152,6 +156,8 @@ def rebuild(store: Store) -> dict[str, Any]:
             run["failures"] = 0 if p["status"] == "done" else run["failures"] + 1
         elif kind == "step.interrupted":
             steps[(run_id, idx)]["status"] = "interrupted"
+        elif kind in ("run.takeover", "step.reconciled", "step.policy"):
+            pass  # a new owner, a hook's answer, an evaluation: no state of their own
     return {"runs": runs, "steps": steps, "approvals": approvals}
 
 
