@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-packages.sh
 bash scripts/setup.sh test
+bash scripts/mcp-servers.sh
 export QT_QPA_PLATFORM=offscreen
 echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
 echo "== mypy (strict on core/)"; .venv/bin/mypy
