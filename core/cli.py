@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from core import paths
 from core.errors import ChainBroken, SignoffError
 from core.heads import KeyringHeadStore
-from core.policy import PolicyDecision, load_policy
+from core.policy import PolicyDecision
+from core.proxy import config as configuration
+from core.proxy.commands import register as register_proxy_commands
 from core.recheck import recheck
 from core.store import Store
 from core.verify import verify
@@ -51,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", metavar="RUN", help="the run's id")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(func=_recheck)
+
+    register_proxy_commands(commands)
     return parser
 
 
@@ -60,7 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_OK
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except SignoffError as e:
+        print(f"signoff: {e} [{type(e).__name__}]", file=sys.stderr)
+        return EXIT_ERROR
     return code
 
 
@@ -103,7 +111,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _recheck(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(paths.config_path())
+        policy = configuration.load(paths.config_path()).policy()
         with Store.open(paths.database_path(), create=False, readonly=True) as store:
             result = recheck(store, args.run, policy)
     except SignoffError as e:

@@ -188,3 +188,38 @@ class ApprovalMismatch(ApprovalError):
 
 class ApprovalExpired(ApprovalError):
     """The grant outlived its TTL before it was executed; the run was cancelled."""
+
+
+# --- The proxy's upstream servers ----------------------------------------------------------
+
+
+class UpstreamError(SignoffError):
+    """An upstream MCP server could not be used as asked."""
+
+
+class UpstreamStartFailed(UpstreamError):
+    """The server's command could not be started, or it did not complete the handshake."""
+
+
+class UpstreamGone(UpstreamError):
+    """The server exited or closed its output."""
+
+
+class UpstreamTimeout(UpstreamError):
+    """The server did not answer within the time allowed."""
+
+
+class UpstreamProtocolError(UpstreamError):
+    """The server sent something that is not the MCP it claims to speak."""
+
+
+class ListingRefused(UpstreamError):
+    """The server's tool listing is refused whole: a name twice, or past the bounds."""
+
+
+class OutcomeUnknown(SignoffError):
+    """Raised by a tool that cannot tell whether its call took effect (cut off, timed out).
+
+    For a tool that is neither read-only nor idempotent, the gate then pauses the run on an
+    ``interrupted_side_effect`` approval instead of recording a failure that invites a retry.
+    """

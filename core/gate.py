@@ -42,6 +42,7 @@ from core.errors import (
     GateError,
     JSONRefused,
     LeaseLost,
+    OutcomeUnknown,
     RunExists,
     RunLeased,
     RunStateError,
@@ -150,6 +151,8 @@ class Observation:
     result: str | None  # canonical JSON text of what the tool returned
     error: str | None
     summary: str
+    # Set when the call's outcome is unknown and the run now waits for the operator.
+    approval: ApprovalView | None = None
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,14 @@ class Gate:
 
     # --- opening sessions ---------------------------------------------------------------
 
-    def begin(self, run_id: str, goal: str, limits: Limits | None = None) -> Session:
+    def begin(
+        self,
+        run_id: str,
+        goal: str,
+        limits: Limits | None = None,
+        *,
+        call: transitions.CallLabel | None = None,
+    ) -> Session:
         """Create a run with the caller's id and open a session on it."""
         limits = limits or Limits()
         at = self._now_text()
@@ -186,7 +196,7 @@ class Gate:
                 raise RunExists(f"a run named {run_id} exists; begin starts new runs only")
             transitions.start_run(
                 tx, run_id=run_id, goal=goal, limits=limits, owner=self.owner,
-                expires=self._lease_expiry(), at=at,
+                expires=self._lease_expiry(), at=at, call=call,
             )  # fmt: skip
         return self._open_session(run_id)
 
@@ -766,7 +776,13 @@ class OpenStep:
                 s._hold_lease()
             self._allowed = False
 
-            observation = await _call_tool(tool, request.args())
+            try:
+                observation = await _call_tool(tool, request.args())
+            except OutcomeUnknown as e:
+                repeatable = tool.tool.side_effect is SideEffect.READ_ONLY or tool.tool.idempotent
+                if not repeatable:
+                    return self._outcome_unknown(str(e))
+                observation = Observation(False, None, f"outcome unknown: {e}", f"error: {e}")
 
             end = gate.config.clock()
             end_at = format_time(end)
@@ -786,6 +802,19 @@ class OpenStep:
             if observation.ok and tool.tool.terminal:
                 s._finish("ended")
             return observation
+
+    def _outcome_unknown(self, why: str) -> Observation:
+        """The call may or may not have taken effect: wait for the operator, never re-run."""
+        s = self._session
+        now = s._gate.config.clock()
+        at = format_time(now)
+        decision = PolicyDecision(Outcome.APPROVE, f"{INTERRUPTED_REASON}: {why}",
+                                  kind="interrupted_side_effect")  # fmt: skip
+        with s._write() as tx:
+            approval = s._pause(tx, self.index, decision, s._active(now), at)
+        s._finish("paused")
+        return Observation(False, None, f"outcome unknown: {why}",
+                           "outcome unknown: waiting for the operator", approval)  # fmt: skip
 
     def fail(self, error: str) -> None:
         """End a step whose decision could not be made: the run fails as ``agent_error``."""
@@ -976,6 +1005,8 @@ async def _call_tool(tool: CompiledTool, arguments: JSONValue) -> Observation:
         value: Any = tool.tool.func(arguments)  # type: ignore[arg-type]
         if inspect.isawaitable(value):
             value = await value
+    except OutcomeUnknown:
+        raise
     except Exception as e:  # a tool's failure is an observation, not the gate's failure
         return Observation(False, None, f"{type(e).__name__}: {e}", f"error: {e}")
     try:

@@ -110,6 +110,19 @@ _INITIAL = (
     "CREATE INDEX events_by_run ON events (run_id, seq)",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial", _INITIAL),)
+# The proxy's runs: which server and tool each call was for, the call key that finds the run a
+# re-call belongs to (and duplicates), and when its outcome was handed back to a host.
+_PROXY_CALLS = (
+    "ALTER TABLE runs ADD COLUMN server TEXT",
+    "ALTER TABLE runs ADD COLUMN tool TEXT",
+    "ALTER TABLE runs ADD COLUMN call_key TEXT",
+    "ALTER TABLE runs ADD COLUMN collected_at TEXT",
+    "CREATE INDEX runs_by_call_key ON runs (call_key, created_at)",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial", _INITIAL),
+    Migration(2, "proxy calls", _PROXY_CALLS),
+)
 
 LATEST = MIGRATIONS[-1].version

@@ -75,7 +75,7 @@ class CompiledTool:
         self.tool = tool
         self.spec_text = canonical.dumps_text(tool.spec())
         self.spec_hash = canonical.sha256_hex(tool.spec())
-        self._validator = _compile(tool.name, tool.input_schema)
+        self._validator = compile_schema(tool.name, tool.input_schema)
 
     @property
     def name(self) -> str:
@@ -91,7 +91,7 @@ class CompiledTool:
         ]
 
 
-def _compile(name: str, schema: Any) -> Any:
+def compile_schema(name: str, schema: Any) -> Any:
     if not isinstance(schema, dict):
         raise SchemaRefused(f"the input schema of {name} is not a JSON object")
     try:

@@ -7,7 +7,8 @@ at least one event; a consistency test rebuilds each run's state from its events
 
 Events and what they mean (the payloads are what the consistency fold reads):
 
-- ``run.started``      {goal, limits}                    run RUNNING
+- ``run.started``      {goal, limits, call?}             run RUNNING
+- ``run.collected``    {}                                its outcome handed back to the host
 - ``run.resumed``      {}                                a waiting run RUNNING again, nothing run
 - ``run.takeover``     {previous_owner}                  an expired lease taken over
 - ``run.ended``        {status, reason, result}          run terminal
@@ -25,6 +26,7 @@ Events and what they mean (the payloads are what the consistency fold reads):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from core import canonical
@@ -34,17 +36,43 @@ from core.records import ApprovalView, RunView
 from core.store import Transaction
 
 
+@dataclass(frozen=True)
+class CallLabel:
+    """A proxy call a run is for: the server, the tool, and the call key."""
+
+    server: str
+    tool: str
+    key: str
+
+
 def start_run(
-    tx: Transaction, *, run_id: str, goal: str, limits: Limits, owner: str, expires: float, at: str
+    tx: Transaction,
+    *,
+    run_id: str,
+    goal: str,
+    limits: Limits,
+    owner: str,
+    expires: float,
+    at: str,
+    call: CallLabel | None = None,
 ) -> None:
+    server, tool, call_key = (call.server, call.tool, call.key) if call else (None, None, None)
     tx.execute(
         "INSERT INTO runs (id, goal, status, limits, lease_owner, lease_expires_at, created_at,"
-        " updated_at) VALUES (?, ?, 'RUNNING', ?, ?, ?, ?, ?)",
-        (run_id, goal, canonical.dumps_text(limits.as_json()), owner, expires, at, at),
-    )
-    tx.append_event(
-        kind="run.started", payload={"goal": goal, "limits": limits.as_json()}, at=at, run_id=run_id
-    )
+        " updated_at, server, tool, call_key) VALUES (?, ?, 'RUNNING', ?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, goal, canonical.dumps_text(limits.as_json()), owner, expires, at, at,
+         server, tool, call_key),
+    )  # fmt: skip
+    payload: dict[str, JSONValue] = {"goal": goal, "limits": limits.as_json()}
+    if call:
+        payload["call"] = {"server": server, "tool": tool, "key": call_key}
+    tx.append_event(kind="run.started", payload=payload, at=at, run_id=run_id)
+
+
+def collect(tx: Transaction, run_id: str, *, at: str) -> None:
+    """The run's outcome was handed back to the host that made the call."""
+    tx.execute("UPDATE runs SET collected_at = ? WHERE id = ?", (at, run_id))
+    tx.append_event(kind="run.collected", payload={}, at=at, run_id=run_id)
 
 
 def resume_run(tx: Transaction, run: RunView, *, owner: str, expires: float, at: str) -> None:

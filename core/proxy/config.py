@@ -1,0 +1,267 @@
+"""The operator's configuration: one TOML file a person can read and the CLI can edit.
+
+```toml
+hold_seconds = 5                 # how long a call needing approval is held before "pending"
+duplicate_window_seconds = 600   # an identical mutating call within this waits for the operator
+call_timeout_seconds = 60        # an upstream call taking longer has an unknown outcome
+
+[policy]                         # per class: allow / approve / deny (defaults shown)
+read_only = "allow"
+local_mutation = "approve"
+
+[servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
+env = ["HOME_NOTES"]             # names of variables passed through; values are never stored
+
+[servers.fs.tools.write_file]
+class = "local_mutation"         # read_only, local_mutation, remote_mutation, destructive
+pin = "…sha256…"                 # the tool as it was when the operator pinned it
+policy = "approve"               # overrides the class's rule for this tool
+fixed = { mode = "0644" }        # set by the proxy, hidden from the model
+deny = ["follow_symlinks"]       # removed from the schema; a call setting it fails
+overrule_annotations = false     # true: keep the class even if the server's hints disagree
+```
+
+Unknown keys and bad values are refused with ``ConfigError`` naming the file, the line and the
+key. The file is edited with ``tomlkit`` so that the operator's comments and layout survive.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+
+from core.canonical import JSONValue
+from core.errors import ConfigError
+from core.policy import ConfigPolicy, Rule
+from core.tools import SideEffect
+
+SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+DEFAULT_HOLD = 5.0
+DEFAULT_DUPLICATE_WINDOW = 600.0
+DEFAULT_CALL_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class ToolConfig:
+    side_effect: SideEffect | None = None
+    pin: str | None = None
+    policy: Rule | None = None
+    fixed: dict[str, JSONValue] = field(default_factory=dict)
+    deny: tuple[str, ...] = ()
+    overrule_annotations: bool = False
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    tools: dict[str, ToolConfig] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Config:
+    servers: dict[str, ServerConfig] = field(default_factory=dict)
+    classes: dict[SideEffect, Rule] = field(default_factory=dict)
+    hold_seconds: float = DEFAULT_HOLD
+    duplicate_window_seconds: float = DEFAULT_DUPLICATE_WINDOW
+    call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT
+
+    def policy(self) -> ConfigPolicy:
+        """The policy: per class, and per tool under the gate's name ``server/tool``."""
+        tools = {
+            f"{server.name}/{tool}": spec.policy
+            for server in self.servers.values()
+            for tool, spec in server.tools.items()
+            if spec.policy is not None
+        }
+        return ConfigPolicy(self.classes, tools)
+
+
+class _Where:
+    """Finds the line of a key in the file's text, for error messages."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines: dict[tuple[str, ...], int] = {}
+        table: tuple[str, ...] = ()
+        for number, line in enumerate(text.splitlines(), start=1):
+            stripped = line.strip()
+            header = re.fullmatch(r"\[\s*([^\[\]]+?)\s*\]", stripped)
+            if header:
+                table = tuple(_split_key(header.group(1)))
+                self.lines.setdefault(table, number)
+                continue
+            assignment = re.match(r"""((?:"[^"]*"|'[^']*'|[A-Za-z0-9_.\-\s])+?)\s*=""", stripped)
+            if assignment and not stripped.startswith("#"):
+                self.lines.setdefault((*table, *_split_key(assignment.group(1))), number)
+
+    def error(self, key: tuple[str, ...], message: str) -> ConfigError:
+        line = None
+        for n in range(len(key), 0, -1):
+            line = self.lines.get(key[:n])
+            if line is not None:
+                break
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        return ConfigError(f"{where}: {'.'.join(key)}: {message}")
+
+
+def _split_key(text: str) -> list[str]:
+    return [part.strip().strip("\"'") for part in re.findall(r"""("[^"]*"|'[^']*'|[^.]+)""", text)]
+
+
+def load(path: Path) -> Config:
+    """The configuration at ``path`` (an empty one when there is no file)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Config()
+    try:
+        document = tomlkit.parse(text).unwrap()
+    except tomlkit.exceptions.ParseError as e:
+        raise ConfigError(f"{path}:{e.line}: not TOML: {e}") from None
+    return parse(document, _Where(path, text))
+
+
+def parse(document: dict[str, Any], where: _Where) -> Config:
+    top = {"hold_seconds", "duplicate_window_seconds", "call_timeout_seconds", "policy", "servers"}
+    _known(document, top, (), where)
+    classes: dict[SideEffect, Rule] = {}
+    for key, value in _table(document.get("policy", {}), ("policy",), where).items():
+        side_effect = _enum(SideEffect, key, ("policy", key), where, "a side-effect class")
+        classes[side_effect] = _enum(Rule, value, ("policy", key), where, "allow, approve or deny")
+    servers = {}
+    for name, raw in _table(document.get("servers", {}), ("servers",), where).items():
+        servers[name] = _server(name, raw, where)
+    return Config(
+        servers=servers,
+        classes=classes,
+        hold_seconds=_seconds(document, "hold_seconds", DEFAULT_HOLD, where),
+        duplicate_window_seconds=_seconds(
+            document, "duplicate_window_seconds", DEFAULT_DUPLICATE_WINDOW, where
+        ),
+        call_timeout_seconds=_seconds(
+            document, "call_timeout_seconds", DEFAULT_CALL_TIMEOUT, where
+        ),
+    )
+
+
+def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
+    key = ("servers", name)
+    if not SERVER_NAME.fullmatch(name):
+        raise where.error(key, "a server name is letters, digits, '-' and '_' (at most 32)")
+    table = _table(raw, key, where)
+    _known(table, {"command", "args", "env", "tools"}, key, where)
+    command = table.get("command")
+    if not isinstance(command, str) or not command:
+        raise where.error((*key, "command"), "the command to start the server is required")
+    args = _strings(table.get("args", []), (*key, "args"), where)
+    env = _strings(table.get("env", []), (*key, "env"), where)
+    for var in env:
+        if not ENV_NAME.fullmatch(var):
+            raise where.error((*key, "env"), f"{var!r} is not an environment variable name")
+    tools = {
+        tool: _tool(raw_tool, (*key, "tools", tool), where)
+        for tool, raw_tool in _table(table.get("tools", {}), (*key, "tools"), where).items()
+    }
+    return ServerConfig(name, command, tuple(args), tuple(env), tools)
+
+
+def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
+    table = _table(raw, key, where)
+    _known(table, {"class", "pin", "policy", "fixed", "deny", "overrule_annotations"}, key, where)
+    side_effect = None
+    if "class" in table:
+        side_effect = _enum(SideEffect, table["class"], (*key, "class"), where, "a class")
+    pin = table.get("pin")
+    if pin is not None and not (isinstance(pin, str) and re.fullmatch(r"[0-9a-f]{64}", pin)):
+        raise where.error((*key, "pin"), "a pin is the 64 hex digits `signoff pin` wrote")
+    policy = None
+    if "policy" in table:
+        policy = _enum(Rule, table["policy"], (*key, "policy"), where, "allow, approve or deny")
+    fixed = _table(table.get("fixed", {}), (*key, "fixed"), where)
+    deny = _strings(table.get("deny", []), (*key, "deny"), where)
+    overrule = table.get("overrule_annotations", False)
+    if not isinstance(overrule, bool):
+        raise where.error((*key, "overrule_annotations"), "true or false")
+    both = set(fixed) & set(deny)
+    if both:
+        raise where.error(key, f"{sorted(both)} cannot be both fixed and denied")
+    return ToolConfig(side_effect, pin, policy, dict(fixed), tuple(deny), overrule)
+
+
+def _known(table: dict[str, Any], known: set[str], key: tuple[str, ...], where: _Where) -> None:
+    for name in table:
+        if name not in known:
+            raise where.error((*key, name), f"unknown key (known here: {', '.join(sorted(known))})")
+
+
+def _table(value: Any, key: tuple[str, ...], where: _Where) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise where.error(key, "must be a table")
+    return value
+
+
+def _strings(value: Any, key: tuple[str, ...], where: _Where) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise where.error(key, "must be a list of strings")
+    return list(value)
+
+
+def _enum(cls: Any, value: Any, key: tuple[str, ...], where: _Where, what: str) -> Any:
+    try:
+        return cls(value)
+    except ValueError:
+        known = ", ".join(m.value for m in cls)
+        raise where.error(key, f"{value!r} is not {what} (one of: {known})") from None
+
+
+def _seconds(document: dict[str, Any], name: str, default: float, where: _Where) -> float:
+    value = document.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 86_400:
+        raise where.error((name,), "a number of seconds from 0 to 86400")
+    return float(value)
+
+
+# --- editing, keeping the operator's layout -------------------------------------------------
+
+
+class Editor:
+    """Load, change and save the file with tomlkit; the result is validated before saving."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.document = tomlkit.parse(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            self.document = tomlkit.document()
+        except tomlkit.exceptions.ParseError as e:
+            raise ConfigError(f"{path}:{e.line}: not TOML: {e}") from None
+
+    def table(self, *keys: str) -> Any:
+        node: Any = self.document
+        for key in keys:
+            if key not in node:
+                node[key] = tomlkit.table(is_super_table=key in ("servers", "tools"))
+            node = node[key]
+        return node
+
+    def save(self) -> Config:
+        text = tomlkit.dumps(self.document)
+        config = parse(tomlkit.parse(text).unwrap(), _Where(self.path, text))
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.chmod(0o600)
+        tmp.replace(self.path)
+        return config

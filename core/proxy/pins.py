@@ -1,0 +1,222 @@
+"""Pinning and classifying an upstream server's tools. Pure code.
+
+Rules:
+
+1. A tool's pin is SHA-256 over the raw bytes of its name, description and input schema as
+   the server sent them: ``[<name>,<description or null>,<inputSchema>]``. The set's hash is
+   SHA-256 over the sorted ``name:pin`` lines.
+2. A listing that names a tool twice, has more than ``MAX_TOOLS`` tools or more than
+   ``MAX_LISTING_BYTES`` bytes is refused whole (``ListingRefused``). A single tool that is
+   malformed (not an object, no name, a key twice, a shape the SDK rejects) is dropped and
+   reported; the others stay.
+3. A tool is available only when it is pinned and unchanged, classified, its annotations do not
+   contradict its class, its fixed and denied parameters are sound, and its schema compiles.
+   Otherwise it is unavailable, with the reason.
+4. Annotations may refuse a class, never relax one: an explicit ``destructiveHint: true`` or
+   ``readOnlyHint: false`` on a ``read_only`` tool, or ``destructiveHint: true`` on a
+   ``local_mutation`` / ``remote_mutation`` tool, is a conflict until the operator reclassifies
+   the tool or overrules the annotations. Defaults are not evidence; only explicit values count.
+5. A fixed or denied parameter must be a top-level property that nothing else in the schema
+   mentions (its own ``required`` entry aside); otherwise the tool is refused rather than partly
+   rewritten. Both are removed from the schema the host sees; fixed values are set by the proxy.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types
+from pydantic import ValidationError
+
+from core.errors import ListingRefused, SchemaRefused
+from core.proxy import rawjson
+from core.proxy.config import ToolConfig
+from core.tools import SideEffect, compile_schema
+
+MAX_TOOLS = 512
+MAX_LISTING_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    """One tool as a server listed it, with its pin over the raw bytes."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any]
+    pin: str
+    has_output_schema: bool
+
+
+@dataclass(frozen=True)
+class Listing:
+    tools: tuple[ListedTool, ...]
+    dropped: tuple[tuple[str, str], ...]  # (what, why) for each tool left out
+    set_hash: str
+
+
+@dataclass(frozen=True)
+class ToolState:
+    """What the proxy does with a listed tool under the operator's configuration."""
+
+    tool: ListedTool
+    status: str  # new / pinned / changed
+    side_effect: SideEffect | None
+    available: bool
+    reason: str  # why it is unavailable ("" when available)
+    conflict: str = ""  # an annotation that contradicts the class
+    exposed_schema: dict[str, Any] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+
+
+def pin_of(name: bytes, description: bytes | None, schema: bytes) -> str:
+    return hashlib.sha256(
+        b"[" + name + b"," + (description or b"null") + b"," + schema + b"]"
+    ).hexdigest()
+
+
+def read_listing(pages: list[bytes]) -> Listing:
+    """Tools from the raw ``tools/list`` response lines, pinned over their raw bytes."""
+    total = sum(len(p) for p in pages)
+    if total > MAX_LISTING_BYTES:
+        raise ListingRefused(f"the listing is {total} bytes, over the {MAX_LISTING_BYTES} allowed")
+    tools: list[ListedTool] = []
+    dropped: list[tuple[str, str]] = []
+    for page in pages:
+        root = rawjson.spans(page)
+        result = root.members.get("result")
+        listed = None if result is None else result.members.get("tools")
+        if listed is None:
+            raise ListingRefused("a tools/list answer without result.tools")
+        for n, node in enumerate(listed.items):
+            tool, why = _tool(page, node)
+            if tool is None:
+                dropped.append((f"tool #{len(tools) + len(dropped) + 1} ({why[0]})", why[1]))
+            else:
+                tools.append(tool)
+            del n
+    if len(tools) > MAX_TOOLS:
+        raise ListingRefused(f"the listing has {len(tools)} tools, over the {MAX_TOOLS} allowed")
+    names = [t.name for t in tools]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ListingRefused(f"the listing names {', '.join(twice)} more than once")
+    lines = "".join(f"{t.name}:{t.pin}\n" for t in sorted(tools, key=lambda t: t.name))
+    return Listing(tuple(tools), tuple(dropped), hashlib.sha256(lines.encode()).hexdigest())
+
+
+def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str, str]]:
+    raw = node.raw(page)
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None, ("unreadable", "not JSON")
+    name = value.get("name") if isinstance(value, dict) else None
+    label = name if isinstance(name, str) else "unnamed"
+    if not isinstance(value, dict) or not isinstance(name, str) or not name:
+        return None, (label, "a tool must be an object with a name")
+    if node.duplicate_keys:
+        return None, (label, f"names the key {node.duplicate_keys[0]!r} twice")
+    try:
+        mcp_types.Tool.model_validate(value)
+    except ValidationError as e:
+        return None, (label, f"not a valid MCP tool: {e.errors()[0]['msg']}")
+    schema = value.get("inputSchema")
+    description = value.get("description", "")
+    if not isinstance(schema, dict) or not isinstance(description, str | None):
+        return None, (label, "no input schema object")
+    members = node.members
+    pin = pin_of(
+        members["name"].raw(page),
+        members["description"].raw(page) if "description" in members else None,
+        members["inputSchema"].raw(page),
+    )
+    annotations = value.get("annotations") or {}
+    return ListedTool(
+        name=name,
+        description=description or "",
+        input_schema=schema,
+        annotations=annotations if isinstance(annotations, dict) else {},
+        pin=pin,
+        has_output_schema=value.get("outputSchema") is not None,
+    ), ("", "")
+
+
+def conflict(side_effect: SideEffect, annotations: dict[str, Any]) -> str:
+    """The annotation that contradicts ``side_effect``, described for the operator, or ""."""
+    destructive = annotations.get("destructiveHint") is True
+    writes = annotations.get("readOnlyHint") is False
+    if side_effect is SideEffect.READ_ONLY and (destructive or writes):
+        said = "destructive" if destructive else "not read-only"
+        return f"the server says this tool is {said}; you classified it read_only"
+    if side_effect in (SideEffect.LOCAL_MUTATION, SideEffect.REMOTE_MUTATION) and destructive:
+        return f"the server says this tool is destructive; you classified it {side_effect}"
+    return ""
+
+
+def evaluate(tool: ListedTool, config: ToolConfig | None) -> ToolState:
+    """The tool's state under the operator's configuration (None: never configured)."""
+    cfg = config or ToolConfig()
+    status = "new" if cfg.pin is None else ("pinned" if cfg.pin == tool.pin else "changed")
+    side_effect = cfg.side_effect
+
+    def unavailable(reason: str, clash: str = "") -> ToolState:
+        return ToolState(tool, status, side_effect, False, reason, clash)
+
+    if status == "new":
+        return unavailable("not pinned: run `signoff pin` to review and pin it")
+    if status == "changed":
+        return unavailable("changed since it was pinned: review it with `signoff pin`")
+    if side_effect is None:
+        return unavailable("not classified: run `signoff classify`")
+    clash = conflict(side_effect, tool.annotations)
+    if clash and not cfg.overrule_annotations:
+        return unavailable(f"annotation conflict: {clash}", clash)
+    try:
+        exposed = rewrite_schema(tool.input_schema, [*cfg.fixed, *cfg.deny])
+        compile_schema(tool.name, tool.input_schema)
+    except SchemaRefused as e:
+        return unavailable(str(e))
+    return ToolState(tool, status, side_effect, True, "", clash, exposed, dict(cfg.fixed))
+
+
+def rewrite_schema(schema: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """The schema without ``names``, each of which must be a property used nowhere else."""
+    if not names:
+        return schema
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        raise SchemaRefused("fixed or denied parameters need a schema with properties")
+    for name in names:
+        if name not in properties:
+            raise SchemaRefused(f"{name!r} is not a top-level property of the schema")
+        rest = copy.deepcopy(schema)
+        del rest["properties"][name]
+        if isinstance(rest.get("required"), list):
+            rest["required"] = [r for r in rest["required"] if r != name]
+        if _mentions(rest, name):
+            raise SchemaRefused(
+                f"{name!r} is mentioned elsewhere in the schema; the tool is refused rather than"
+                " partly rewritten"
+            )
+    exposed = copy.deepcopy(schema)
+    for name in names:
+        del exposed["properties"][name]
+    if isinstance(exposed.get("required"), list):
+        exposed["required"] = [r for r in exposed["required"] if r not in names]
+    return exposed
+
+
+def _mentions(node: Any, name: str) -> bool:
+    if isinstance(node, str):
+        return node == name
+    if isinstance(node, dict):
+        return any(k == name or _mentions(v, name) for k, v in node.items())
+    if isinstance(node, list):
+        return any(_mentions(v, name) for v in node)
+    return False

@@ -1,0 +1,122 @@
+"""Where each value sits in the raw bytes of a JSON text. Pure code.
+
+A pin must be taken over the bytes a server sent, not over a decoded model: a float64 decoder
+moves 9007199254740993 to 9007199254740992, escapes get rewritten, unknown fields dropped.
+``spans(data)`` returns a tree mirroring the JSON value whose leaves and nodes carry the
+``(start, end)`` byte offsets of each value in ``data``; ``data[start:end]`` is the value exactly
+as sent. The text must already be known to be JSON (it is parsed first); anything else raises
+``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+_WS = b" \t\r\n"
+
+
+@dataclass
+class Node:
+    start: int
+    end: int
+    members: dict[str, Node] = field(default_factory=dict)  # an object's values by key
+    items: list[Node] = field(default_factory=list)  # an array's values
+    duplicate_keys: list[str] = field(default_factory=list)
+
+    def raw(self, data: bytes) -> bytes:
+        return data[self.start : self.end]
+
+
+def spans(data: bytes) -> Node:
+    node, end = _value(data, _skip(data, 0))
+    if _skip(data, end) != len(data):
+        raise ValueError("trailing data after the JSON value")
+    return node
+
+
+def _skip(data: bytes, i: int) -> int:
+    n = len(data)
+    while i < n and data[i] in _WS:
+        i += 1
+    return i
+
+
+def _value(data: bytes, i: int) -> tuple[Node, int]:
+    if i >= len(data):
+        raise ValueError("unexpected end of JSON")
+    c = data[i]
+    if c == 0x7B:  # {
+        return _object(data, i)
+    if c == 0x5B:  # [
+        return _array(data, i)
+    if c == 0x22:  # "
+        end = _string_end(data, i)
+        return Node(i, end), end
+    end = i
+    while end < len(data) and data[end] not in b",]} \t\r\n":
+        end += 1
+    if end == i:
+        raise ValueError(f"no value at byte {i}")
+    return Node(i, end), end
+
+
+def _string_end(data: bytes, i: int) -> int:
+    j = i + 1
+    n = len(data)
+    while j < n:
+        c = data[j]
+        if c == 0x5C:  # backslash: skip the escaped byte
+            j += 2
+            continue
+        if c == 0x22:
+            return j + 1
+        j += 1
+    raise ValueError("unterminated string")
+
+
+def _object(data: bytes, i: int) -> tuple[Node, int]:
+    node = Node(i, i)
+    j = _skip(data, i + 1)
+    if data[j : j + 1] == b"}":
+        node.end = j + 1
+        return node, j + 1
+    while True:
+        if data[j : j + 1] != b'"':
+            raise ValueError(f"expected a key at byte {j}")
+        key_end = _string_end(data, j)
+        key = json.loads(data[j:key_end])
+        j = _skip(data, key_end)
+        if data[j : j + 1] != b":":
+            raise ValueError(f"expected ':' at byte {j}")
+        value, j = _value(data, _skip(data, j + 1))
+        if key in node.members:
+            node.duplicate_keys.append(key)
+        node.members[key] = value
+        j = _skip(data, j)
+        if data[j : j + 1] == b",":
+            j = _skip(data, j + 1)
+            continue
+        if data[j : j + 1] == b"}":
+            node.end = j + 1
+            return node, j + 1
+        raise ValueError(f"expected ',' or '}}' at byte {j}")
+
+
+def _array(data: bytes, i: int) -> tuple[Node, int]:
+    node = Node(i, i)
+    j = _skip(data, i + 1)
+    if data[j : j + 1] == b"]":
+        node.end = j + 1
+        return node, j + 1
+    while True:
+        value, j = _value(data, j)
+        node.items.append(value)
+        j = _skip(data, j)
+        if data[j : j + 1] == b",":
+            j = _skip(data, j + 1)
+            continue
+        if data[j : j + 1] == b"]":
+            node.end = j + 1
+            return node, j + 1
+        raise ValueError(f"expected ',' or ']' at byte {j}")

@@ -1,0 +1,588 @@
+"""The stdio proxy: an MCP server for the host, a gated client of the real servers.
+
+Rules:
+
+1. Each configured server is started with our own client (core/proxy/upstream.py), its tools
+   pinned over the raw bytes they were listed with. Only tools that are pinned, unchanged,
+   classified and free of annotation conflicts are offered (core/proxy/pins.py); the set is
+   fixed at start. With one server the tool names are unchanged; with several they are
+   ``server__tool``, and a collision refuses the later tool. ``signoff_status`` (read-only,
+   answered by the proxy) lists what waits; an upstream tool of that name is refused.
+2. Each ``tools/call`` is its own run through the gate, which executes the upstream call.
+   The gate knows the tool as ``server/tool``; its spec carries the pin and the fixed values,
+   so an approval is bound to them too.
+3. A call key (SHA-256 over server, tool spec hash, tool and canonical arguments) finds the run
+   a re-call belongs to: still pending (held again), approved (executed now, once), rejected
+   (the operator's reason, once), or completed but not yet handed back.
+4. An identical mutating call completed within the duplicate window is not run again on policy
+   alone: it waits for the operator as an approval of kind ``duplicate``.
+5. A call needing approval is held up to the hold time, watching the store every 50 ms; the
+   tray app is woken. Approved within the hold: the result is returned in the same call.
+   Otherwise the answer is prose: pending, with the approval id, and how to collect it.
+6. An upstream call that times out or is cut off has an unknown outcome: a mutating tool's run
+   waits for the operator (interrupted side effect), never re-run.
+7. Results are flattened to text (non-text content summarised) and capped at 64 KiB with a
+   marker. No ``outputSchema`` is offered to the host, so no host raises on a prose answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from core import canonical
+from core.decisions import Decision
+from core.errors import (
+    OutcomeUnknown,
+    SignoffError,
+    UpstreamError,
+    UpstreamGone,
+    UpstreamProtocolError,
+    UpstreamTimeout,
+)
+from core.gate import Gate, GateConfig, Verdict, VerdictOutcome
+from core.limits import Limits
+from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest
+from core.proxy import wake
+from core.proxy.config import Config, ServerConfig
+from core.proxy.pins import Listing, ToolState, evaluate, read_listing
+from core.proxy.upstream import Upstream
+from core.store import Store, format_time
+from core.tools import SideEffect, Tool
+from core.transitions import CallLabel, collect
+
+log = logging.getLogger("signoff.proxy")
+
+STATUS_TOOL = "signoff_status"
+RESULT_CAP = 64 * 1024
+POLL_SECONDS = 0.05
+START_TIMEOUT = 60.0
+MUTATING = frozenset(
+    {SideEffect.LOCAL_MUTATION, SideEffect.REMOTE_MUTATION, SideEffect.DESTRUCTIVE}
+)
+
+
+class DuplicateRule:
+    """The proxy's rule before the operator's policy: an identical mutating call that completed
+    within the window waits for the operator (``duplicate``). Set per proposal by the proxy;
+    proposals are synchronous, so no other call can see the flag."""
+
+    def __init__(self, inner: ConfigPolicy) -> None:
+        self.inner = inner
+        self.duplicate_of: str | None = None
+
+    def evaluate(self, request: PolicyRequest) -> PolicyDecision:
+        decision = self.inner.evaluate(request)
+        if self.duplicate_of is not None and decision.outcome in (Outcome.ALLOW, Outcome.APPROVE):
+            return PolicyDecision(
+                Outcome.APPROVE, f"the same call ran at {self.duplicate_of}", kind="duplicate"
+            )
+        return decision
+
+    def identity(self) -> str:
+        return canonical.sha256_hex({"policy": self.inner.identity(), "proxy": "duplicate-rule"})
+
+
+@dataclass
+class Exposed:
+    """A tool offered to the host."""
+
+    name: str  # as the host sees it
+    server: str
+    state: ToolState
+
+    @property
+    def gate_name(self) -> str:
+        return f"{self.server}/{self.state.tool.name}"
+
+
+class Proxy:
+    def __init__(
+        self,
+        config: Config,
+        names: list[str],
+        store: Store,
+        *,
+        log_dir: Path,
+        hold_seconds: float | None = None,
+        clock_wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.names = names
+        self.store = store
+        self.log_dir = log_dir
+        self.hold = config.hold_seconds if hold_seconds is None else hold_seconds
+        self.upstreams: dict[str, Upstream] = {}
+        self.listings: dict[str, Listing] = {}
+        self.problems: dict[str, str] = {}  # server -> why it offers nothing
+        self.exposed: dict[str, Exposed] = {}
+        self.refused: list[tuple[str, str]] = []  # (tool, why) for the operator's log
+        self.policy = DuplicateRule(config.policy())
+        self.gate: Gate | None = None
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._wall = clock_wall
+
+    # --- starting -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for name in self.names:
+            server = self.config.servers[name]
+            try:
+                upstream, listing = await self._connect(server)
+            except SignoffError as e:
+                self.problems[name] = str(e)
+                log.error("%s", e)
+                continue
+            self.upstreams[name] = upstream
+            self.listings[name] = listing
+            for what, why in listing.dropped:
+                self.refused.append((f"{name}: {what}", why))
+        self._expose()
+        tools = [self._gate_tool(e) for e in self.exposed.values()]
+        self.gate = Gate(
+            GateConfig(store=self.store, tools=tools, policy=self.policy, owner="proxy")
+        )
+
+    async def _connect(self, server: ServerConfig) -> tuple[Upstream, Listing]:
+        upstream = Upstream(server, self.log_dir / f"{server.name}.log")
+        await upstream.start(START_TIMEOUT)
+        try:
+            pages = await upstream.list_tools(START_TIMEOUT)
+            return upstream, read_listing(pages)
+        except BaseException:
+            await upstream.close()
+            raise
+
+    def _expose(self) -> None:
+        several = len(self.names) > 1
+        for name in self.names:
+            listing = self.listings.get(name)
+            if listing is None:
+                continue
+            server = self.config.servers[name]
+            for tool in listing.tools:
+                state = evaluate(tool, server.tools.get(tool.name))
+                exposed_name = f"{name}__{tool.name}" if several else tool.name
+                if not state.available:
+                    self.refused.append((f"{name}/{tool.name}", state.reason))
+                elif exposed_name == STATUS_TOOL:
+                    self.refused.append((f"{name}/{tool.name}", f"{STATUS_TOOL} is Signoff's"))
+                elif exposed_name in self.exposed:
+                    self.refused.append((f"{name}/{tool.name}", f"{exposed_name} is taken"))
+                else:
+                    self.exposed[exposed_name] = Exposed(exposed_name, name, state)
+        for what, why in self.refused:
+            log.warning("not offered: %s: %s", what, why)
+
+    def _gate_tool(self, exposed: Exposed) -> Tool:
+        state = exposed.state
+        hidden = [*state.fixed, *self.config.servers[exposed.server].tools[state.tool.name].deny]
+        schema = dict(state.exposed_schema)
+        if hidden:
+            schema["not"] = {"anyOf": [{"required": [name]} for name in hidden]}
+        schema["x-signoff"] = {"pin": state.tool.pin, "fixed": state.fixed}
+        server, tool_name, fixed = exposed.server, state.tool.name, state.fixed
+
+        async def call_upstream(arguments: dict[str, Any]) -> Any:
+            return await self._call_upstream(server, tool_name, {**arguments, **fixed})
+
+        return Tool(
+            exposed.gate_name,
+            state.tool.description,
+            schema,
+            state.side_effect,
+            call_upstream,
+            # A server's idempotentHint is not evidence: an interrupted mutation always waits.
+            idempotent=False,
+        )
+
+    # --- serving ------------------------------------------------------------------------
+
+    def list_tools(self) -> list[types.Tool]:
+        tools = [
+            types.Tool(
+                name=STATUS_TOOL,
+                description="Lists the requests from this connection that wait for the"
+                " operator's decision, with their approval ids. Read-only.",
+                input_schema={"type": "object", "properties": {}},
+                annotations=types.ToolAnnotations(read_only_hint=True),
+            )
+        ]
+        for exposed in self.exposed.values():
+            tool = exposed.state.tool
+            tools.append(
+                types.Tool(
+                    name=exposed.name,
+                    description=tool.description,
+                    input_schema=exposed.state.exposed_schema,
+                )
+            )
+        return tools
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        if name == STATUS_TOOL:
+            return _text(self.status())
+        exposed = self.exposed.get(name)
+        if exposed is None:
+            why = dict(self.refused).get(name) or next(
+                (w for t, w in self.refused if t.endswith(f"/{name}")), "no such tool"
+            )
+            return _text(f"Signoff: {name} is not available: {why}", error=True)
+        args = arguments or {}
+        arguments_text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+        try:
+            key = _call_key(exposed, self._spec_hash(exposed), canonical.loads(arguments_text))
+        except SignoffError as e:
+            key = canonical.sha256_hex({"unreadable": arguments_text, "tool": exposed.gate_name})
+            log.warning("arguments not exact JSON: %s", e)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            return await self._call(exposed, arguments_text, key)
+
+    async def _call(self, exposed: Exposed, arguments: str, key: str) -> types.CallToolResult:
+        gate = self._require_gate()
+        previous = self._latest_run(key)
+        duplicate_of = None
+        if previous is not None:
+            run_id, status, _, collected, updated = previous
+            if status == "WAITING_FOR_APPROVAL":
+                return await self._resume_waiting(exposed, run_id)
+            if not collected and status in ("CANCELLED", "COMPLETED", "FAILED"):
+                return self._collect_answer(exposed, run_id)
+            if (
+                status == "COMPLETED"
+                and exposed.state.side_effect in MUTATING
+                and self._within_window(updated)
+            ):
+                duplicate_of = updated
+        run_id = f"call-{secrets.token_hex(8)}"
+        session = gate.begin(
+            run_id,
+            f"{exposed.gate_name} for the host",
+            # The call, then the proxy's own closing decision.
+            Limits(max_steps=2, loop_repeats=None, max_consecutive_failures=None),
+            call=CallLabel(exposed.server, exposed.state.tool.name, key),
+        )
+        step = session.step()
+        if step is None:
+            session.close()
+            return _text("Signoff: the call could not start", error=True)
+        self.policy.duplicate_of = duplicate_of
+        try:
+            verdict = step.propose(
+                Decision(
+                    kind="tool_call", tool=exposed.gate_name, arguments=arguments, origin="model"
+                )
+            )
+        finally:
+            self.policy.duplicate_of = None
+        return await self._after_verdict(exposed, session, verdict)
+
+    async def _after_verdict(
+        self, exposed: Exposed, session: Any, verdict: Verdict
+    ) -> types.CallToolResult:
+        run_id = session.run_id
+        if verdict.outcome == VerdictOutcome.ALLOWED:
+            return await self._execute(exposed, session)
+        if verdict.outcome == VerdictOutcome.DENIED:
+            self._close_run(session, Decision.fail(f"denied: {verdict.reason}", origin="operator"))
+            self._mark_collected(run_id)
+            return _text(f"Signoff refused this call: {verdict.reason}", error=True)
+        session.close()
+        if verdict.outcome == VerdictOutcome.PENDING:
+            wake.wake("approval")
+            return await self._hold(exposed, run_id)
+        self._mark_collected(run_id)
+        return _text(f"Signoff ended this call: {verdict.reason}", error=True)
+
+    async def _execute(self, exposed: Exposed, session: Any) -> types.CallToolResult:
+        step = session.current()
+        observation = await step.execute()
+        run_id = session.run_id
+        if observation.ok:
+            self._close_run(session, Decision.complete(observation.result or "null",
+                                                       origin="operator"))  # fmt: skip
+        elif observation.approval is None:
+            self._close_run(session, Decision.fail(observation.error or "", origin="operator"))
+        session.close()
+        if observation.approval is not None:
+            wake.wake("approval")
+            approval = observation.approval
+            return _pending(exposed.name, approval.id, approval.request_hash, unknown=True)
+        self._mark_collected(run_id)
+        wake.wake("ended")
+        return _result(observation)
+
+    async def _hold(self, exposed: Exposed, run_id: str) -> types.CallToolResult:
+        deadline = time.monotonic() + self.hold
+        while True:
+            row = self._waiting_approval(run_id)
+            if row is None:  # the run ended meanwhile (rejected)
+                return self._collect_answer(exposed, run_id)
+            approval_id, status, request_hash = row
+            if status == "approved":
+                return await self._resume_waiting(exposed, run_id, hold=False)
+            if time.monotonic() >= deadline:
+                return _pending(exposed.name, approval_id, request_hash)
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _resume_waiting(
+        self, exposed: Exposed, run_id: str, *, hold: bool = True
+    ) -> types.CallToolResult:
+        row = self._waiting_approval(run_id)
+        if row is None:
+            return self._collect_answer(exposed, run_id)
+        if row[1] == "pending":
+            return (
+                await self._hold(exposed, run_id)
+                if hold
+                else _pending(exposed.name, row[0], row[2])
+            )
+        session, verdict = self._require_gate().attach(run_id)
+        if verdict is None:
+            session.close()
+            return _text("Signoff: this call's run is in an unexpected state", error=True)
+        return await self._after_verdict(exposed, session, verdict)
+
+    @staticmethod
+    def _close_run(session: Any, decision: Decision) -> None:
+        """The proxy's closing decision: the run ends with the call (one run per call)."""
+        step = session.step()
+        if step is not None:
+            step.propose(decision)
+        session.close()
+
+    def _collect_answer(self, exposed: Exposed, run_id: str) -> types.CallToolResult:
+        with self.store.snapshot() as conn:
+            status, reason = conn.execute(
+                "SELECT status, end_reason FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            step = conn.execute(
+                "SELECT observation FROM steps WHERE run_id = ? AND tool_name IS NOT NULL"
+                " ORDER BY idx DESC LIMIT 1",
+                (run_id,),
+            ).fetchone()
+        self._mark_collected(run_id)
+        observation = canonical.loads(step[0]) if step and step[0] else {}
+        if not isinstance(observation, dict):
+            observation = {}
+        if reason == "rejected":
+            why = observation.get("reason") or "no reason given"
+            return _text(f"The operator rejected this call ({exposed.name}): {why}. It did not"
+                         " run.", error=True)  # fmt: skip
+        if status == "COMPLETED" or observation.get("ok") is True:
+            return _from_record(observation)
+        return _text(f"Signoff: this call ended {status.lower()} ({reason}).", error=True)
+
+    def status(self) -> str:
+        with self.store.snapshot() as conn:
+            rows = [
+                row
+                for row in conn.execute(
+                    "SELECT a.id, r.server, r.tool, s.arguments, a.kind, a.created_at"
+                    " FROM approvals a JOIN runs r ON r.id = a.run_id"
+                    " JOIN steps s ON s.run_id = a.run_id AND s.idx = a.step_idx"
+                    " WHERE a.status = 'pending' ORDER BY a.created_at"
+                ).fetchall()
+                if row[1] in self.names
+            ]
+        if not rows:
+            return "Nothing waits for the operator."
+        lines = [f"{len(rows)} request(s) wait for the operator's decision:"]
+        for approval_id, server, tool, arguments, kind, created in rows:
+            lines.append(f"- {approval_id}: {server}/{tool} {arguments} ({kind}), since {created}")
+        lines.append("When one is approved, call the tool again with the same arguments.")
+        return "\n".join(lines)
+
+    async def close(self) -> None:
+        for upstream in self.upstreams.values():
+            await upstream.close()
+
+    # --- internals ----------------------------------------------------------------------
+
+    async def _call_upstream(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
+        upstream = self.upstreams.get(server)
+        if upstream is None or not upstream.alive:
+            upstream = await self._restart(server, tool)
+        try:
+            result = await upstream.call_tool(tool, arguments, self.config.call_timeout_seconds)
+        except (UpstreamTimeout, UpstreamGone) as e:
+            raise OutcomeUnknown(str(e)) from None
+        except UpstreamProtocolError as e:
+            raise RuntimeError(f"the server refused the call: {e}") from None
+        return flatten(result)
+
+    async def _restart(self, server: str, tool: str) -> Upstream:
+        """Start a server that died between calls; its tool must still carry its pin."""
+        old = self.upstreams.pop(server, None)
+        if old is not None:
+            await old.close()
+        try:
+            upstream, listing = await self._connect(self.config.servers[server])
+        except UpstreamError as e:
+            raise RuntimeError(f"server {server} is not running and did not restart: {e}") from None
+        pinned = self.config.servers[server].tools[tool].pin
+        if not any(t.name == tool and t.pin == pinned for t in listing.tools):
+            await upstream.close()
+            raise RuntimeError(f"server {server} restarted, but {tool} changed since it was pinned")
+        self.upstreams[server] = upstream
+        return upstream
+
+    def _require_gate(self) -> Gate:
+        if self.gate is None:
+            raise RuntimeError("the proxy was not started")
+        return self.gate
+
+    def _spec_hash(self, exposed: Exposed) -> str:
+        return self._require_gate().tools[exposed.gate_name].spec_hash
+
+    def _latest_run(self, key: str) -> tuple[str, str, str | None, bool, str] | None:
+        with self.store.snapshot() as conn:
+            row = conn.execute(
+                "SELECT id, status, end_reason, collected_at IS NOT NULL, updated_at FROM runs"
+                " WHERE call_key = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                (key,),
+            ).fetchone()
+        return None if row is None else (row[0], row[1], row[2], bool(row[3]), row[4])
+
+    def _waiting_approval(self, run_id: str) -> tuple[str, str, str] | None:
+        with self.store.snapshot() as conn:
+            row = conn.execute(
+                "SELECT a.id, a.status, a.request_hash FROM approvals a JOIN runs r"
+                " ON r.id = a.run_id WHERE a.run_id = ? AND r.status = 'WAITING_FOR_APPROVAL'"
+                " AND a.status IN ('pending', 'approved')"
+                " ORDER BY a.created_at DESC, a.rowid DESC LIMIT 1",
+                (run_id,),
+            ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def _mark_collected(self, run_id: str) -> None:
+        with self.store.transaction() as tx:
+            collect(tx, run_id, at=format_time_now())
+
+    def _within_window(self, updated: str) -> bool:
+        age = datetime.now(UTC) - datetime.fromisoformat(updated)
+        return age.total_seconds() < self.config.duplicate_window_seconds
+
+
+def format_time_now() -> str:
+    return format_time(datetime.now(UTC))
+
+
+def _call_key(exposed: Exposed, spec_hash: str, arguments: Any) -> str:
+    return canonical.sha256_hex(
+        {
+            "server": exposed.server,
+            "tool_spec": spec_hash,
+            "tool": exposed.state.tool.name,
+            "arguments": arguments,
+        }
+    )
+
+
+def flatten(result: dict[str, Any]) -> dict[str, Any]:
+    """An upstream result as text: non-text content summarised, capped at 64 KiB."""
+    parts: list[str] = []
+    for item in result.get("content") or []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "text":
+            parts.append(str(item.get("text", "")))
+        elif kind in ("image", "audio"):
+            size = len(str(item.get("data", ""))) * 3 // 4
+            parts.append(f"[{kind}: {item.get('mimeType', 'unknown type')}, about {size} bytes]")
+        elif kind == "resource":
+            resource = item.get("resource") or {}
+            parts.append(f"[resource: {resource.get('uri', '?')}]")
+            if isinstance(resource.get("text"), str):
+                parts.append(resource["text"])
+        elif kind == "resource_link":
+            parts.append(f"[link: {item.get('uri', '?')}]")
+        else:
+            parts.append(f"[{kind} content]")
+    if not parts and result.get("structuredContent") is not None:
+        parts.append(json.dumps(result["structuredContent"], ensure_ascii=False))
+    text = "\n".join(parts)
+    data = text.encode("utf-8")
+    if len(data) > RESULT_CAP:
+        kept = data[:RESULT_CAP].decode("utf-8", "ignore")
+        text = f"{kept}\n[truncated by Signoff: {len(data) - len(kept.encode())} more bytes]"
+    return {"text": text, "isError": bool(result.get("isError"))}
+
+
+def _text(text: str, *, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+
+
+def _result(observation: Any) -> types.CallToolResult:
+    if not observation.ok:
+        return _text(f"The tool failed: {observation.error}", error=True)
+    value = canonical.loads(observation.result or "null")
+    return _from_record({"ok": True, "result": value})
+
+
+def _from_record(observation: dict[str, Any]) -> types.CallToolResult:
+    result = observation.get("result")
+    if isinstance(result, dict) and "text" in result:
+        return _text(str(result["text"]), error=bool(result.get("isError")))
+    return _text(json.dumps(result, ensure_ascii=False))
+
+
+def _pending(
+    tool: str, approval_id: str, request_hash: str, *, unknown: bool = False
+) -> types.CallToolResult:
+    first = (
+        "This call was cut off and may or may not have taken effect; it will not be repeated"
+        " unless the operator approves."
+        if unknown
+        else "This call needs the operator's approval and has not run."
+    )
+    return _text(
+        f"{first} It is pending as approval {approval_id} (request {request_hash[:16]}). The"
+        f" operator decides outside this conversation. Once it is approved, call {tool} again"
+        " with exactly the same arguments to collect the result; until then, calling again"
+        f" says it is still pending. {STATUS_TOOL} lists what waits."
+    )
+
+
+async def serve(config: Config, names: list[str], store: Store, *, log_dir: Path,
+                hold_seconds: float | None = None) -> None:  # fmt: skip
+    """Run the proxy over this process's stdin and stdout until the host closes them."""
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.stdio import stdio_server
+
+    proxy = Proxy(config, names, store, log_dir=log_dir, hold_seconds=hold_seconds)
+    await proxy.start()
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=proxy.list_tools())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            return await proxy.call(params.name, params.arguments)
+        except SignoffError as e:  # a named refusal, shown to the host, never a crash
+            return _text(f"Signoff: {e} [{type(e).__name__}]", error=True)
+
+    server: Server[Any] = Server(
+        "signoff",
+        version="0.1",
+        instructions="Tool calls pass through Signoff: some wait for the operator's approval.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    try:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        await proxy.close()

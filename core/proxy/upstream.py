@@ -1,0 +1,260 @@
+"""Our own client for an upstream MCP server over stdio, keeping the raw bytes it sends.
+
+The SDK's stdio client parses every line into models before anyone sees the bytes, and rejects
+a whole listing when one tool is invalid; pins need the bytes, so this speaks the few messages
+the proxy needs itself (initialize, tools/list, tools/call, ping) as newline-delimited JSON-RPC.
+
+- The server gets only PATH, HOME and TMPDIR (and the platform's essentials on Windows), plus
+  the variables the operator named. Its stderr goes to a log file.
+- A line longer than ``MAX_LINE`` ends the connection (``UpstreamProtocolError``); lines that
+  are not JSON are logged and skipped, never trusted; ``notifications/tools/list_changed`` is
+  logged and ignored (the tool set is fixed at start); requests from the server are answered
+  "method not found", except ping.
+- A server that exits fails every call in flight with ``UpstreamGone``; one that does not answer
+  within the timeout fails it with ``UpstreamTimeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from core.errors import (
+    UpstreamError,
+    UpstreamGone,
+    UpstreamProtocolError,
+    UpstreamStartFailed,
+    UpstreamTimeout,
+)
+from core.proxy.config import ServerConfig
+
+MAX_LINE = 8 * 1024 * 1024
+PROTOCOL_VERSION = "2025-06-18"
+BASE_ENV = ("PATH", "HOME", "TMPDIR")
+WINDOWS_ENV = ("SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP",
+               "USERPROFILE", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA")  # fmt: skip
+
+
+def server_environment(
+    server: ServerConfig, environ: dict[str, str] | None = None
+) -> dict[str, str]:
+    source = dict(os.environ if environ is None else environ)
+    names = [*BASE_ENV, *(WINDOWS_ENV if sys.platform == "win32" else ()), *server.env]
+    return {name: source[name] for name in names if name in source}
+
+
+class Upstream:
+    """One running upstream server and the requests in flight to it."""
+
+    def __init__(self, server: ServerConfig, log_path: Path) -> None:
+        self.server = server
+        self.log_path = log_path
+        self.protocol_version = ""
+        self.server_info: dict[str, Any] = {}
+        self.skipped_lines = 0
+        self._process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[int, asyncio.Future[tuple[dict[str, Any], bytes]]] = {}
+        self._next_id = 0
+        self._gone: UpstreamError | None = None
+        self._log: BinaryIO | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._gone is None and self._process is not None
+
+    async def start(self, timeout: float) -> None:
+        """Spawn the server and complete the MCP handshake."""
+        self.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                self.server.command,
+                *self.server.args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=self._log,
+                env=server_environment(self.server),
+                limit=MAX_LINE,
+            )
+        except OSError as e:
+            raise UpstreamStartFailed(
+                f"server {self.server.name}: cannot start {self.server.command!r}: {e}"
+            ) from None
+        self._gone = None
+        self._reader = asyncio.create_task(self._read())
+        try:
+            result, _ = await self.request(
+                "initialize",
+                {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "signoff", "version": "0.1"},
+                },
+                timeout,
+            )
+        except UpstreamError as e:
+            await self.close()
+            raise UpstreamStartFailed(f"server {self.server.name}: no handshake: {e}") from None
+        self.protocol_version = str(result.get("protocolVersion", ""))
+        info = result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
+        await self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def list_tools(self, timeout: float) -> list[bytes]:
+        """The raw response lines of ``tools/list``, following ``nextCursor``."""
+        pages: list[bytes] = []
+        params: dict[str, Any] = {}
+        for _ in range(100):
+            result, raw = await self.request("tools/list", params, timeout)
+            pages.append(raw)
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return pages
+            params = {"cursor": cursor}
+        raise UpstreamProtocolError(f"server {self.server.name}: a listing of over 100 pages")
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        result, _ = await self.request(
+            "tools/call", {"name": name, "arguments": arguments}, timeout
+        )
+        return result
+
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float
+    ) -> tuple[dict[str, Any], bytes]:
+        if self._gone is not None:
+            raise self._gone
+        self._next_id += 1
+        request_id = self._next_id
+        future: asyncio.Future[tuple[dict[str, Any], bytes]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._pending[request_id] = future
+        try:
+            await self._send(
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            )
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), timeout)
+            except TimeoutError:
+                raise UpstreamTimeout(
+                    f"server {self.server.name} did not answer {method} within {timeout:g} s"
+                ) from None
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def close(self) -> None:
+        process = self._process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                if process.stdin is not None:
+                    process.stdin.close()
+            try:
+                await asyncio.wait_for(process.wait(), 2)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        self._fail(UpstreamGone(f"server {self.server.name} was stopped"))
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    # --- internals ----------------------------------------------------------------------
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        process = self._process
+        if process is None or process.stdin is None:
+            raise UpstreamGone(f"server {self.server.name} is not running")
+        try:
+            process.stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+            await process.stdin.drain()
+        except (ConnectionError, OSError) as e:
+            self._fail(UpstreamGone(f"server {self.server.name} closed its input: {e}"))
+            raise self._gone from None  # type: ignore[misc]
+
+    async def _read(self) -> None:
+        process = self._process
+        if process is None or process.stdout is None:
+            return
+        stdout = process.stdout
+        try:
+            while True:
+                try:
+                    line = await stdout.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    self._fail(UpstreamProtocolError(
+                        f"server {self.server.name} sent a line over {MAX_LINE} bytes"
+                    ))  # fmt: skip
+                    with contextlib.suppress(ProcessLookupError):
+                        process.kill()
+                    return
+                if not line:
+                    code = await process.wait()
+                    self._fail(UpstreamGone(f"server {self.server.name} exited (code {code})"))
+                    return
+                await self._dispatch(line.rstrip(b"\r\n"))
+        except asyncio.CancelledError:
+            raise
+
+    async def _dispatch(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self._note(b"skipped a line that is not JSON: " + line[:200])
+            return
+        if not isinstance(message, dict):
+            self._note(b"skipped a JSON line that is not a message")
+            return
+        if "method" in message:
+            method = message.get("method")
+            if "id" in message:  # a request from the server
+                if method == "ping":
+                    await self._send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+                else:
+                    error = {"code": -32601, "message": "Signoff's proxy does not offer this"}
+                    await self._send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+            elif method == "notifications/tools/list_changed":
+                self._note(b"tools/list_changed ignored: the tool set is fixed at start")
+            return
+        future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+        if future is None or future.done():
+            self._note(b"skipped an answer to no request in flight")
+            return
+        if "error" in message:
+            error = message["error"]
+            text = error.get("message") if isinstance(error, dict) else str(error)
+            future.set_exception(UpstreamProtocolError(f"server {self.server.name}: {text}"))
+        elif isinstance(message.get("result"), dict):
+            future.set_result((message["result"], line))
+        else:
+            future.set_exception(UpstreamProtocolError(
+                f"server {self.server.name} answered without a result object"
+            ))  # fmt: skip
+
+    def _note(self, text: bytes) -> None:
+        self.skipped_lines += 1
+        if self._log is not None:
+            self._log.write(b"[signoff] " + text + b"\n")
+            self._log.flush()
+
+    def _fail(self, error: UpstreamError) -> None:
+        if self._gone is None:
+            self._gone = error
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(self._gone)
