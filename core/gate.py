@@ -50,7 +50,7 @@ from core.errors import (
     SessionClosed,
     UnknownRun,
 )
-from core.lease import Heartbeat, is_live
+from core.lease import Holding, LeaseKeeper, is_live
 from core.limits import Finished, Limits, exceeded
 from core.policy import DefaultPolicy, Outcome, Policy, PolicyDecision, PolicyRequest, identity_of
 from core.records import (
@@ -177,6 +177,10 @@ class Gate:
                 raise SchemaRefused(f"two tools are named {tool.name}")
             self.tools[tool.name] = CompiledTool(tool)
         self._held: set[str] = set()
+        self.leases = LeaseKeeper(
+            self.store.path, self.owner, ttl=config.lease_ttl, wall_clock=config.wall_clock,
+            busy_timeout=self.store.busy_timeout,
+        )  # fmt: skip
 
     # --- opening sessions ---------------------------------------------------------------
 
@@ -390,7 +394,7 @@ class Session:
         self._open: OpenStep | None = None
         self._busy = False
         self._active_since = gate.config.clock()
-        self._heartbeat: Heartbeat | None = None
+        self._heartbeat: Holding | None = None
         self._run = self._read_run()
         self._hold_lease()
 
@@ -484,21 +488,17 @@ class Session:
         self._gate._held.discard(self.run_id)
 
     def _hold_lease(self) -> None:
-        """Start renewing the lease when this session holds it and is not renewing yet."""
+        """Have the gate's keeper renew the lease when this session holds it."""
         run, gate = self._run, self._gate
         if self._heartbeat is None and run.status == "RUNNING" and run.lease_owner == gate.owner:
-            self._heartbeat = Heartbeat(
-                self._store.path, self.run_id, gate.owner, ttl=gate.config.lease_ttl,
-                wall_clock=gate.config.wall_clock, busy_timeout=self._store.busy_timeout,
-            )  # fmt: skip
-            self._heartbeat.start()
+            self._heartbeat = gate.leases.hold(self.run_id)
             # A session nobody can reach any more can never close: stop renewing its lease then,
             # so the run can be resumed once the lease expires (as after a crash).
-            weakref.finalize(self, self._heartbeat.halt)
+            weakref.finalize(self, gate.leases.release, self._heartbeat)
 
     def _stop_heartbeat(self) -> None:
         if self._heartbeat is not None:
-            self._heartbeat.stop()
+            self._gate.leases.release(self._heartbeat)
             self._heartbeat = None
 
     def _die(self) -> None:
@@ -748,7 +748,11 @@ class OpenStep:
             self._proposed = True
             return self._conclude(verdict)
 
-    async def execute(self) -> Observation:
+    async def execute(
+        self, *, also: Callable[[Transaction, Observation], None] | None = None
+    ) -> Observation:
+        """Run exactly the allowed request. ``also`` writes more in the outcome's transaction
+        (the proxy records there that the result is handed back)."""
         s = self._session
         with s._call():
             self._check_open()
@@ -798,6 +802,8 @@ class OpenStep:
                         tx, s.run_id, status="COMPLETED", reason="completed", at=end_at,
                         result=observation.result,
                     )  # fmt: skip
+                if also is not None:
+                    also(tx, observation)
             s._open = None
             if observation.ok and tool.tool.terminal:
                 s._finish("ended")

@@ -8,9 +8,10 @@ Rules:
    pause or the end.
 2. A lease is live while its expiry is in the future by the reader's wall clock. Lease times
    never come from the injectable clock used for run times.
-3. The holder renews it every TTL/3 from a heartbeat thread on its own SQLite connection, for as
-   long as the session lives, so a tool call longer than the TTL keeps its lease and a
-   consumer reading on the main connection cannot starve the renewal.
+3. The holder renews it every TTL/3 from the gate's lease keeper, one thread with its own SQLite
+   connection renewing every lease the gate holds, for as long as each session lives, so a
+   tool call longer than the TTL keeps its lease and a consumer reading on the main connection
+   cannot starve the renewal.
 4. Every write a session makes requires that it still owns the lease; the writes that start a
    side effect also require that it has not expired, so a stalled loop starts nothing.
 5. Attaching to a run leased live by another owner raises ``RunLeased`` and changes nothing; an
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
@@ -38,75 +40,92 @@ def is_live(owner: str | None, expires: float | None, now: float) -> bool:
     return owner is not None and expires is not None and expires > now
 
 
-class Heartbeat:
-    """Renews one run's lease every ``ttl / 3`` seconds on its own connection."""
+class Holding:
+    """One lease a keeper renews: lost is set when a renewal finds it gone."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.lost = threading.Event()
+        self.renewals = 0
+
+
+class LeaseKeeper:
+    """Renews every lease one gate holds, every ``ttl / 3`` seconds, from one thread with its
+    own SQLite connection. The thread starts with the first lease held and lives as long as the
+    gate (a daemon: it never keeps a process alive)."""
 
     def __init__(
         self,
         path: Path,
-        run_id: str,
         owner: str,
         *,
         ttl: float,
         wall_clock: Callable[[], float],
         busy_timeout: float,
     ) -> None:
-        self.run_id = run_id
         self.owner = owner
-        self.lost = threading.Event()
-        self.renewals = 0
         self._path = path
         self._ttl = ttl
         self._wall_clock = wall_clock
         self._busy_timeout = busy_timeout
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"signoff-lease-{run_id}", daemon=True
-        )
+        self._held: dict[str, Holding] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        self._thread.start()
+    def hold(self, run_id: str) -> Holding:
+        holding = Holding(run_id)
+        with self._lock:
+            self._held[run_id] = holding
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name=f"signoff-leases-{self.owner}", daemon=True
+                )
+                self._thread.start()
+        return holding
 
-    def halt(self) -> None:
-        """Stop renewing, without waiting for the thread (safe from a finalizer)."""
-        self._stop.set()
+    def release(self, holding: Holding) -> None:
+        with self._lock:
+            if self._held.get(holding.run_id) is holding:
+                del self._held[holding.run_id]
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout=self._busy_timeout + 1)
+    def holds(self, run_id: str) -> bool:
+        with self._lock:
+            return run_id in self._held
 
     def _run(self) -> None:
-        try:
-            conn = sqlite3.connect(
-                f"file:{quote(str(self._path))}?mode=rw",
-                uri=True,
-                timeout=self._busy_timeout,
-                isolation_level=None,
-            )
-        except sqlite3.Error:
-            self.lost.set()  # the database is gone: so is any claim to the lease
-            return
-        try:
-            conn.execute("PRAGMA synchronous = FULL")
-            while not self._stop.wait(self._ttl / 3):
-                if not self._renew(conn):
-                    self.lost.set()
+        conn: sqlite3.Connection | None = None
+        while True:
+            time.sleep(self._ttl / 3)
+            with self._lock:
+                held = list(self._held.values())
+                if not held:  # nothing to renew: the next hold starts a new thread
+                    self._thread = None
+                    if conn is not None:
+                        conn.close()
                     return
-        except sqlite3.Error:
-            self.lost.set()
-        finally:
-            conn.close()
+            try:
+                if conn is None:
+                    conn = sqlite3.connect(
+                        f"file:{quote(str(self._path))}?mode=rw",
+                        uri=True,
+                        timeout=self._busy_timeout,
+                        isolation_level=None,
+                    )
+                    conn.execute("PRAGMA synchronous = FULL")
+                for holding in held:
+                    self._renew(conn, holding)
+            except sqlite3.Error:
+                # Busy, full or gone: the leases may still be ours; the next beat tries again.
+                # A lease that meanwhile expired is found lost by the session's next write.
+                continue
 
-    def _renew(self, conn: sqlite3.Connection) -> bool:
-        """True while the lease is ours; a failed attempt is retried at the next beat."""
-        try:
-            renewed = conn.execute(
-                "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ?",
-                (self._wall_clock() + self._ttl, self.run_id, self.owner),
-            ).rowcount
-        except sqlite3.OperationalError:
-            return True  # busy or full: the lease may still be ours; the next beat tries again
-        if renewed:
-            self.renewals += 1
-        return renewed == 1
+    def _renew(self, conn: sqlite3.Connection, holding: Holding) -> None:
+        renewed = conn.execute(
+            "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ?",
+            (self._wall_clock() + self._ttl, holding.run_id, self.owner),
+        ).rowcount
+        if renewed == 1:
+            holding.renewals += 1
+        else:
+            holding.lost.set()
+            self.release(holding)

@@ -96,7 +96,18 @@ def register(commands: Any) -> None:
 
 
 def servers_add(args: argparse.Namespace) -> int:
-    argv = [a for a in args.argv if a != "--"] if args.argv[:1] == ["--"] else args.argv
+    # argparse's REMAINDER also takes --env options given after NAME: read them here. (A "--"
+    # right after NAME is consumed by argparse itself.)
+    env, rest = list(args.env), list(args.argv)
+    while rest and rest[0].startswith("--env"):
+        option = rest.pop(0)
+        if option == "--env" and rest:
+            env.append(rest.pop(0))
+        elif option.startswith("--env="):
+            env.append(option.removeprefix("--env="))
+        else:
+            return _error(f"unexpected {option!r}; put the server's command after --")
+    argv = rest[1:] if rest[:1] == ["--"] else rest
     if not argv:
         return _error("give the server's command after --, e.g. signoff servers add fs -- npx ...")
     if not SERVER_NAME.fullmatch(args.name):
@@ -105,7 +116,7 @@ def servers_add(args: argparse.Namespace) -> int:
     table = editor.table("servers", args.name)
     table["command"] = argv[0]
     table["args"] = argv[1:]
-    table["env"] = list(args.env)
+    table["env"] = env
     editor.save()
     print(f"added server {args.name}; next: signoff pin {args.name}")
     return EXIT_OK

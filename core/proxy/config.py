@@ -36,6 +36,7 @@ from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
+import tomlkit.items
 
 from core.canonical import JSONValue
 from core.errors import ConfigError
@@ -97,7 +98,7 @@ class _Where:
         table: tuple[str, ...] = ()
         for number, line in enumerate(text.splitlines(), start=1):
             stripped = line.strip()
-            header = re.fullmatch(r"\[\s*([^\[\]]+?)\s*\]", stripped)
+            header = re.fullmatch(r"\[\s*([^\[\]]+?)\s*\]\s*(#.*)?", stripped)
             if header:
                 table = tuple(_split_key(header.group(1)))
                 self.lines.setdefault(table, number)
@@ -253,6 +254,13 @@ class Editor:
         for key in keys:
             if key not in node:
                 node[key] = tomlkit.table(is_super_table=key in ("servers", "tools"))
+            elif isinstance(node[key], tomlkit.items.InlineTable):
+                # An inline table cannot take a table inside it: make it an ordinary table,
+                # keeping its keys and values.
+                table = tomlkit.table()
+                for k, v in node[key].items():
+                    table[k] = v
+                node[key] = table
             node = node[key]
         return node
 

@@ -88,7 +88,10 @@ def read_listing(pages: list[bytes]) -> Listing:
     tools: list[ListedTool] = []
     dropped: list[tuple[str, str]] = []
     for page in pages:
-        root = rawjson.spans(page)
+        try:
+            root = rawjson.spans(page)
+        except ValueError as e:
+            raise ListingRefused(f"the listing cannot be read exactly: {e}") from None
         result = root.members.get("result")
         listed = None if result is None else result.members.get("tools")
         if listed is None:
@@ -114,14 +117,20 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
     raw = node.raw(page)
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, ("unreadable", "not JSON")
     name = value.get("name") if isinstance(value, dict) else None
     label = name if isinstance(name, str) else "unnamed"
     if not isinstance(value, dict) or not isinstance(name, str) or not name:
         return None, (label, "a tool must be an object with a name")
-    if node.duplicate_keys:
-        return None, (label, f"names the key {node.duplicate_keys[0]!r} twice")
+    repeated = rawjson.repeated_keys(node)
+    if repeated:
+        return None, (label, f"names the key {repeated[0]!r} twice")
+    hints = value.get("annotations")
+    if isinstance(hints, dict):
+        for key, hint in hints.items():
+            if key.endswith("Hint") and not isinstance(hint, bool):
+                return None, (label, f"annotation {key} is {hint!r}, not true or false")
     try:
         mcp_types.Tool.model_validate(value)
     except ValidationError as e:
@@ -212,11 +221,30 @@ def rewrite_schema(schema: dict[str, Any], names: list[str]) -> dict[str, Any]:
     return exposed
 
 
+# Where a property's name can stand in a JSON Schema: a mention there means the schema says
+# something about the property that removing it would silently change.
+_NAME_MAPS = ("properties", "dependentRequired", "dependentSchemas", "dependencies")
+_NAME_LISTS = ("required",)
+
+
 def _mentions(node: Any, name: str) -> bool:
-    if isinstance(node, str):
-        return node == name
-    if isinstance(node, dict):
-        return any(k == name or _mentions(v, name) for k, v in node.items())
-    if isinstance(node, list):
-        return any(_mentions(v, name) for v in node)
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, list):
+            stack.extend(current)
+            continue
+        if not isinstance(current, dict):
+            continue
+        for key, value in current.items():
+            if key in _NAME_MAPS and isinstance(value, dict):
+                if name in value or any(isinstance(v, list) and name in v for v in value.values()):
+                    return True
+            elif (key in _NAME_LISTS and isinstance(value, list) and name in value) or (
+                key == "$ref"
+                and isinstance(value, str)
+                and (value.endswith(f"/{name}") or f"/{name}/" in value)
+            ):
+                return True
+            stack.append(value)
     return False

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 _WS = b" \t\r\n"
+MAX_DEPTH = 128  # deeper JSON is refused (ValueError) rather than exhausting the stack
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Node:
 
 
 def spans(data: bytes) -> Node:
-    node, end = _value(data, _skip(data, 0))
+    node, end = _value(data, _skip(data, 0), 0)
     if _skip(data, end) != len(data):
         raise ValueError("trailing data after the JSON value")
     return node
@@ -42,14 +43,16 @@ def _skip(data: bytes, i: int) -> int:
     return i
 
 
-def _value(data: bytes, i: int) -> tuple[Node, int]:
+def _value(data: bytes, i: int, depth: int) -> tuple[Node, int]:
     if i >= len(data):
         raise ValueError("unexpected end of JSON")
+    if depth > MAX_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
     c = data[i]
     if c == 0x7B:  # {
-        return _object(data, i)
+        return _object(data, i, depth + 1)
     if c == 0x5B:  # [
-        return _array(data, i)
+        return _array(data, i, depth + 1)
     if c == 0x22:  # "
         end = _string_end(data, i)
         return Node(i, end), end
@@ -75,7 +78,7 @@ def _string_end(data: bytes, i: int) -> int:
     raise ValueError("unterminated string")
 
 
-def _object(data: bytes, i: int) -> tuple[Node, int]:
+def _object(data: bytes, i: int, depth: int) -> tuple[Node, int]:
     node = Node(i, i)
     j = _skip(data, i + 1)
     if data[j : j + 1] == b"}":
@@ -89,7 +92,7 @@ def _object(data: bytes, i: int) -> tuple[Node, int]:
         j = _skip(data, key_end)
         if data[j : j + 1] != b":":
             raise ValueError(f"expected ':' at byte {j}")
-        value, j = _value(data, _skip(data, j + 1))
+        value, j = _value(data, _skip(data, j + 1), depth)
         if key in node.members:
             node.duplicate_keys.append(key)
         node.members[key] = value
@@ -103,14 +106,14 @@ def _object(data: bytes, i: int) -> tuple[Node, int]:
         raise ValueError(f"expected ',' or '}}' at byte {j}")
 
 
-def _array(data: bytes, i: int) -> tuple[Node, int]:
+def _array(data: bytes, i: int, depth: int) -> tuple[Node, int]:
     node = Node(i, i)
     j = _skip(data, i + 1)
     if data[j : j + 1] == b"]":
         node.end = j + 1
         return node, j + 1
     while True:
-        value, j = _value(data, j)
+        value, j = _value(data, j, depth)
         node.items.append(value)
         j = _skip(data, j)
         if data[j : j + 1] == b",":
@@ -120,3 +123,15 @@ def _array(data: bytes, i: int) -> tuple[Node, int]:
             node.end = j + 1
             return node, j + 1
         raise ValueError(f"expected ',' or ']' at byte {j}")
+
+
+def repeated_keys(node: Node) -> list[str]:
+    """Every key an object anywhere under ``node`` names twice."""
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        found.extend(current.duplicate_keys)
+        stack.extend(current.members.values())
+        stack.extend(current.items)
+    return found

@@ -126,7 +126,7 @@ class Proxy:
         self.listings: dict[str, Listing] = {}
         self.problems: dict[str, str] = {}  # server -> why it offers nothing
         self.exposed: dict[str, Exposed] = {}
-        self.refused: list[tuple[str, str]] = []  # (tool, why) for the operator's log
+        self.refused: dict[str, str] = {}  # why, by the name the host would call it
         self.policy = DuplicateRule(config.policy())
         self.gate: Gate | None = None
         self._locks: dict[str, asyncio.Lock] = {}
@@ -139,14 +139,14 @@ class Proxy:
             server = self.config.servers[name]
             try:
                 upstream, listing = await self._connect(server)
-            except SignoffError as e:
-                self.problems[name] = str(e)
-                log.error("%s", e)
+            except Exception as e:  # one bad server never takes the others down
+                self.problems[name] = f"{e} [{type(e).__name__}]"
+                log.error("server %s offers nothing: %s", name, self.problems[name])
                 continue
             self.upstreams[name] = upstream
             self.listings[name] = listing
             for what, why in listing.dropped:
-                self.refused.append((f"{name}: {what}", why))
+                log.warning("server %s: dropped %s: %s", name, what, why)
         self._expose()
         tools = [self._gate_tool(e) for e in self.exposed.values()]
         self.gate = Gate(
@@ -174,15 +174,16 @@ class Proxy:
                 state = evaluate(tool, server.tools.get(tool.name))
                 exposed_name = f"{name}__{tool.name}" if several else tool.name
                 if not state.available:
-                    self.refused.append((f"{name}/{tool.name}", state.reason))
+                    why = state.reason
                 elif exposed_name == STATUS_TOOL:
-                    self.refused.append((f"{name}/{tool.name}", f"{STATUS_TOOL} is Signoff's"))
+                    why = f"{STATUS_TOOL} is Signoff's own tool"
                 elif exposed_name in self.exposed:
-                    self.refused.append((f"{name}/{tool.name}", f"{exposed_name} is taken"))
+                    why = f"another server's tool is already offered as {exposed_name}"
                 else:
                     self.exposed[exposed_name] = Exposed(exposed_name, name, state)
-        for what, why in self.refused:
-            log.warning("not offered: %s: %s", what, why)
+                    continue
+                self.refused.setdefault(exposed_name, why)
+                log.warning("not offered: %s/%s: %s", name, tool.name, why)
 
     def _gate_tool(self, exposed: Exposed) -> Tool:
         state = exposed.state
@@ -204,6 +205,7 @@ class Proxy:
             call_upstream,
             # A server's idempotentHint is not evidence: an interrupted mutation always waits.
             idempotent=False,
+            terminal=True,  # one run per call: a result ends the run
         )
 
     # --- serving ------------------------------------------------------------------------
@@ -234,10 +236,7 @@ class Proxy:
             return _text(self.status())
         exposed = self.exposed.get(name)
         if exposed is None:
-            why = dict(self.refused).get(name) or next(
-                (w for t, w in self.refused if t.endswith(f"/{name}")), "no such tool"
-            )
-            return _text(f"Signoff: {name} is not available: {why}", error=True)
+            return _text(f"Signoff: {name} is not available: {self._why_not(name)}", error=True)
         args = arguments or {}
         arguments_text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
         try:
@@ -269,7 +268,7 @@ class Proxy:
         session = gate.begin(
             run_id,
             f"{exposed.gate_name} for the host",
-            # The call, then the proxy's own closing decision.
+            # The call (a terminal tool), then, if it failed, the proxy's own closing decision.
             Limits(max_steps=2, loop_repeats=None, max_consecutive_failures=None),
             call=CallLabel(exposed.server, exposed.state.tool.name, key),
         )
@@ -307,19 +306,19 @@ class Proxy:
 
     async def _execute(self, exposed: Exposed, session: Any) -> types.CallToolResult:
         step = session.current()
-        observation = await step.execute()
         run_id = session.run_id
-        if observation.ok:
-            self._close_run(session, Decision.complete(observation.result or "null",
-                                                       origin="operator"))  # fmt: skip
-        elif observation.approval is None:
+        # The tool is terminal: a result ends the run, and is marked handed back, in the
+        # transaction of its outcome (one commit instead of three).
+        observation = await step.execute(
+            also=lambda tx, _: collect(tx, run_id, at=format_time_now())
+        )
+        if not observation.ok and observation.approval is None:
             self._close_run(session, Decision.fail(observation.error or "", origin="operator"))
         session.close()
         if observation.approval is not None:
             wake.wake("approval")
             approval = observation.approval
             return _pending(exposed.name, approval.id, approval.request_hash, unknown=True)
-        self._mark_collected(run_id)
         wake.wake("ended")
         return _result(observation)
 
@@ -383,6 +382,14 @@ class Proxy:
         if status == "COMPLETED" or observation.get("ok") is True:
             return _from_record(observation)
         return _text(f"Signoff: this call ended {status.lower()} ({reason}).", error=True)
+
+    def _why_not(self, name: str) -> str:
+        if name in self.refused:
+            return self.refused[name]
+        server = name.split("__", 1)[0] if len(self.names) > 1 else self.names[0]
+        if server in self.problems:
+            return f"server {server} offers no tools: {self.problems[server]}"
+        return "no such tool"
 
     def status(self) -> str:
         with self.store.snapshot() as conn:

@@ -205,7 +205,12 @@ class Upstream:
                     code = await process.wait()
                     self._fail(UpstreamGone(f"server {self.server.name} exited (code {code})"))
                     return
-                await self._dispatch(line.rstrip(b"\r\n"))
+                try:
+                    await self._dispatch(line.rstrip(b"\r\n"))
+                except UpstreamError:
+                    return  # sending an answer failed: the server is gone, and said so
+                except Exception as e:  # one bad line never ends the connection
+                    self._note(f"skipped a line that could not be handled: {e!r}"[:300].encode())
         except asyncio.CancelledError:
             raise
 
@@ -214,7 +219,7 @@ class Upstream:
             return
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             self._note(b"skipped a line that is not JSON: " + line[:200])
             return
         if not isinstance(message, dict):
@@ -231,7 +236,8 @@ class Upstream:
             elif method == "notifications/tools/list_changed":
                 self._note(b"tools/list_changed ignored: the tool set is fixed at start")
             return
-        future = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+        request_id = message.get("id")
+        future = self._pending.get(request_id) if isinstance(request_id, int) else None
         if future is None or future.done():
             self._note(b"skipped an answer to no request in flight")
             return

@@ -156,7 +156,7 @@ def rebuild(store: Store) -> dict[str, Any]:
             run["failures"] = 0 if p["status"] == "done" else run["failures"] + 1
         elif kind == "step.interrupted":
             steps[(run_id, idx)]["status"] = "interrupted"
-        elif kind in ("run.takeover", "step.reconciled", "step.policy"):
+        elif kind in ("run.takeover", "run.collected", "step.reconciled", "step.policy"):
             pass  # a new owner, a hook's answer, an evaluation: no state of their own
     return {"runs": runs, "steps": steps, "approvals": approvals}
 

@@ -116,7 +116,9 @@ def test_a_lost_lease_found_by_the_heartbeat_stops_the_session(gate_store: Store
     s = g.begin("r", "goal")
     with Store.open(gate_store.path) as other:
         other._conn.execute("UPDATE runs SET lease_owner = 'someone-else'")
-    _wait_for(lambda: s._heartbeat is None or s._heartbeat.lost.is_set(), "the loss")
+    holding = s._heartbeat
+    assert holding is not None
+    _wait_for(holding.lost.is_set, "the loss")
     with pytest.raises(LeaseLost):
         s.step()
     with Store.open(gate_store.path) as other:
@@ -241,7 +243,7 @@ def test_an_abandoned_allowed_step_cannot_execute_once_another_session_holds_the
     s = first.begin("r", "goal")
     step = s.step()
     assert step.propose(Decision.tool_call("read", {"n": 1})).outcome == VerdictOutcome.ALLOWED
-    s._heartbeat.stop()  # the process stalls: no renewals, the session object lingers
+    s._stop_heartbeat()  # the process stalls: no renewals, the session object lingers
     wall[0] += 60
     second = make_gate(gate_store, standard_tools(calls), wall_clock=lambda: wall[0])
     s2, _ = second.attach("r")
@@ -257,11 +259,9 @@ def test_the_heartbeat_stops_when_the_lease_is_released_or_the_session_is_droppe
 ) -> None:
     g = make_gate(gate_store, standard_tools(Calls()))
     s = g.begin("r", "goal")
-    heartbeat = s._heartbeat
-    assert heartbeat is not None and heartbeat._thread.is_alive()
+    assert g.leases.holds("r")
     s.step().propose(Decision.tool_call("push", {"n": 1}))  # pauses: the lease is released
-    assert not heartbeat._thread.is_alive()
+    assert not g.leases.holds("r")
 
-    dropped = g.begin("r2", "goal")._heartbeat  # nobody holds the session
-    assert dropped is not None
-    _wait_for(lambda: not dropped._thread.is_alive(), "the dropped session's heartbeat to stop")
+    g.begin("r2", "goal")  # nobody keeps the session
+    _wait_for(lambda: not g.leases.holds("r2"), "the dropped session's lease to be let go")
