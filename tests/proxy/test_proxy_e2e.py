@@ -18,7 +18,14 @@ import pytest
 
 from core.verify import verify
 from tests.conftest import SIGNOFF
-from tests.mcp_servers import filesystem_server, inspector_cli, memory_server, time_server
+from tests.mcp_servers import (
+    everything_server,
+    filesystem_server,
+    git_server,
+    inspector_cli,
+    memory_server,
+    time_server,
+)
 from tests.proxy.rig import NOTES_TOOLS, Rig, text
 
 
@@ -201,3 +208,32 @@ def test_the_mcp_inspector_cli_lists_and_calls_through_the_proxy(rig: Rig, tmp_p
     )  # fmt: skip
     assert called.returncode == 0, called.stderr
     assert "hello.txt" in called.stdout
+
+
+def test_everything_and_git_servers_through_the_proxy(rig: Rig, tmp_path: Path) -> None:
+    """A tool that declares an outputSchema is answered in text (never raising in the host),
+    and a git repository is read through the proxy."""
+    everything = everything_server()
+    rig.add("every", everything.command, everything.args, everything.env_extra)
+    rig.pin("every")
+    rig.classify("every", echo="read_only", **{"get-structured-content": "read_only"})
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    git = git_server(repo)
+    rig.add("git", git.command, git.args, git.env_extra)
+    rig.pin("git")
+    rig.classify("git", git_status="read_only", git_commit="remote_mutation")
+
+    async def scenario() -> None:
+        async with rig.client("every", "git") as host:
+            tools = {t.name: t for t in (await host.list_tools()).tools}
+            assert all(t.output_schema is None for t in tools.values())
+            echoed = await host.call_tool("every__echo", {"message": "through"})
+            assert "through" in text(echoed)
+            weather = await host.call_tool("every__get-structured-content",
+                                           {"location": "Chicago"})  # fmt: skip
+            assert not weather.is_error and "temperature" in text(weather)
+            status = await host.call_tool("git__git_status", {"repo_path": str(repo)})
+            assert not status.is_error and "branch" in text(status).lower()
+
+    anyio.run(scenario)
