@@ -80,8 +80,9 @@ class Store:
         self.busy_timeout = busy_timeout
         self._conn = conn
         self._schema_version = self._read_schema_version()
-        # When a list, each committed transaction is recorded as (purpose, event kinds): tests
-        # hold every state change to its events and compare transaction boundaries.
+        # When a list, each committed transaction that changed a row is recorded as (purpose,
+        # event kinds): tests hold every state change to its events and compare transaction
+        # boundaries.
         self.trace: list[tuple[str, tuple[str, ...]]] | None = None
 
     # --- opening ------------------------------------------------------------------------
@@ -147,10 +148,12 @@ class Store:
             with _named_sqlite_errors(self.path):
                 self._check_schema_unchanged()
             tx = Transaction(self)
+            changes = conn.total_changes
             yield tx
+            changed = conn.total_changes != changes
             with _named_sqlite_errors(self.path):
                 conn.execute("COMMIT")
-            if self.trace is not None:
+            if self.trace is not None and changed:
                 self.trace.append((purpose, tuple(tx.kinds)))
         except BaseException:
             if conn.in_transaction:

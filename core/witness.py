@@ -1,0 +1,87 @@
+"""The witness: keeps the chain's head out of reach of whoever can write the database.
+
+Rules:
+
+1. On start the whole chain is verified against the head kept for this database; after each
+   wake-up only the events since the last witnessed head are (the head's own event must still
+   carry its hash).
+2. A chain that verifies moves the kept head forward (only the witness writes heads).
+3. A chain that does not verify is an alarm naming the first bad event. The alarm stays (also
+   across restarts: it is kept in a file beside the database) until the operator acknowledges
+   it; while it stands, the head is not moved.
+4. No keyring: the state is "not anchored" and everything else goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.chain import Head
+from core.errors import ChainBroken, HeadUnavailable
+from core.heads import HeadStore
+from core.store import Store
+from core.verify import verify
+
+
+@dataclass(frozen=True)
+class WitnessState:
+    anchored: bool
+    head: Head | None  # the last event verified
+    alarm: str = ""  # what is wrong, naming the first bad event ("" when nothing is)
+    alarm_seq: int | None = None
+    detail: str = ""  # why not anchored
+
+
+class Witness:
+    def __init__(self, store: Store, heads: HeadStore, alarm_file: Path) -> None:
+        self.store = store
+        self.heads = heads
+        self.alarm_file = alarm_file
+        self._last: Head | None = None
+        self.state = WitnessState(False, None, *self._remembered_alarm())
+
+    def check_all(self) -> WitnessState:
+        """Verify the whole chain (on start, and on demand)."""
+        return self._check(start=None)
+
+    def advance(self) -> WitnessState:
+        """Verify what was appended since the last head this witness vouched for."""
+        return self._check(start=self._last)
+
+    def acknowledge(self) -> WitnessState:
+        """The operator has seen the alarm: forget it, and verify again from the start."""
+        self.alarm_file.unlink(missing_ok=True)
+        self.state = WitnessState(self.state.anchored, self.state.head)
+        return self.check_all()
+
+    def _check(self, start: Head | None) -> WitnessState:
+        try:
+            report = verify(self.store, self.heads, start=start)
+        except ChainBroken as e:
+            return self._raise_alarm(f"{e} [{type(e).__name__}]", e.seq)
+        head = report.head
+        anchored, detail = False, report.detail
+        if not self.state.alarm:
+            try:
+                self.heads.save(self.store.path, head)
+                anchored = True
+            except HeadUnavailable as e:
+                detail = str(e)
+        self._last = head
+        self.state = WitnessState(anchored, head, self.state.alarm, self.state.alarm_seq, detail)
+        return self.state
+
+    def _raise_alarm(self, text: str, seq: int) -> WitnessState:
+        self.alarm_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.alarm_file.write_text(json.dumps({"alarm": text, "seq": seq}))
+        self.state = WitnessState(False, self.state.head, text, seq)
+        return self.state
+
+    def _remembered_alarm(self) -> tuple[str, int | None]:
+        try:
+            value = json.loads(self.alarm_file.read_text())
+            return str(value["alarm"]), int(value["seq"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return "", None

@@ -1,0 +1,56 @@
+"""The witness keeps the head moving forward, raises and remembers an alarm, and copes with no
+keyring."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from keyring.backends import fail
+
+from core.heads import KeyringHeadStore, MemoryHeadStore
+from core.store import Store
+from core.witness import Witness
+from tests.builders import record_run, record_runs
+
+
+def test_the_head_follows_the_chain(store: Store, tmp_path: Path) -> None:
+    heads = MemoryHeadStore()
+    witness = Witness(store, heads, tmp_path / "alarm.json")
+    record_runs(store, 2)
+    state = witness.check_all()
+    assert state.anchored and state.head == store.head() == heads.load(store.path)
+    newer = record_run(store, "later")
+    assert witness.advance().head == newer == heads.load(store.path)
+
+
+def test_an_edit_raises_an_alarm_that_is_remembered_until_acknowledged(
+    store: Store, tmp_path: Path
+) -> None:
+    heads = MemoryHeadStore()
+    alarm = tmp_path / "alarm.json"
+    witness = Witness(store, heads, alarm)
+    record_runs(store, 2)
+    witness.check_all()
+    kept = heads.load(store.path)
+    conn = sqlite3.connect(store.path)
+    conn.execute("UPDATE events SET payload = '{}' WHERE seq = 3")
+    conn.commit()
+    conn.close()
+    state = witness.check_all()
+    assert state.alarm and state.alarm_seq == 3 and not state.anchored
+    assert heads.load(store.path) == kept  # an alarm never moves the head
+    again = Witness(store, heads, alarm)  # a restart remembers it
+    assert again.state.alarm == state.alarm
+    state = again.acknowledge()
+    assert state.alarm  # still broken: acknowledging does not make the record good
+    assert not alarm.exists() or state.alarm_seq == 3
+
+
+def test_without_a_keyring_it_is_not_anchored_and_goes_on(store: Store, tmp_path: Path) -> None:
+    witness = Witness(store, KeyringHeadStore(fail.Keyring()), tmp_path / "alarm.json")
+    record_runs(store, 1)
+    state = witness.check_all()
+    assert not state.anchored and not state.alarm
+    assert state.head == store.head()
+    assert "keyring" in state.detail.lower()
