@@ -2,8 +2,7 @@
 
 A subcommand (``signoff verify``, later ``signoff proxy``...) runs the terminal commands in
 ``core.cli`` and imports no Qt, so a host launching ``signoff proxy`` pays nothing for the app.
-With no subcommand it will start the tray app; until the tray app exists it prints the
-commands.
+With no subcommand it starts the tray app.
 """
 
 from __future__ import annotations
@@ -15,7 +14,12 @@ from core import cli
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return cli.main(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        from app.main import run  # Qt only here: `signoff proxy` never loads it
+
+        return run()
+    return cli.main(args)
 
 
 if __name__ == "__main__":

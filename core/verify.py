@@ -56,6 +56,8 @@ def verify(
     ``progress(done, total)`` is called after each page, ``total`` being the last event
     present when verification began.
     """
+    if start is not None and start.seq == 0:
+        start = None  # a head before any event: verify from the genesis
     witnessed: Head | None = None
     anchor, detail = Anchor.SKIPPED, ""
     if heads is not None:

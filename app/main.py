@@ -1,0 +1,81 @@
+"""Starting the tray app: one instance per database, an asyncio loop inside Qt (qasync) for
+native notifications, and a hand-over when started twice."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import sys
+
+from PySide6.QtNetwork import QLocalServer, QLocalSocket
+from PySide6.QtWidgets import QApplication
+
+from core import paths
+from core.heads import KeyringHeadStore
+from core.store import Store
+
+
+def instance_name() -> str:
+    digest = hashlib.sha256(str(paths.database_path()).encode()).hexdigest()[:16]
+    return f"signoff-{digest}"
+
+
+def hand_over() -> bool:
+    """If an instance runs, ask it to show what waits; True when it took over."""
+    socket = QLocalSocket()
+    socket.connectToServer(instance_name())
+    if not socket.waitForConnected(500):
+        return False
+    socket.write(b"show\n")
+    socket.waitForBytesWritten(500)
+    socket.disconnectFromServer()
+    return True
+
+
+def run(argv: list[str] | None = None) -> int:
+    import qasync
+
+    from app.tray import TrayApp
+
+    app = QApplication.instance() or QApplication(argv or sys.argv)
+    app.setApplicationName("Signoff")
+    app.setDesktopFileName("signoff")
+    app.setQuitOnLastWindowClosed(False)
+    if hand_over():
+        print("Signoff is already running; it now shows what waits.")
+        return 0
+    data = paths.data_dir()
+    log_dir = data / "logs"
+    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    logging.basicConfig(filename=log_dir / "app.log", level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
+    server = QLocalServer()
+    QLocalServer.removeServer(instance_name())
+    server.listen(instance_name())
+    store = Store.open(paths.database_path())
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    tray = TrayApp(store, KeyringHeadStore(), data)
+
+    def show() -> None:
+        connection = server.nextPendingConnection()
+        if connection is not None:
+            connection.close()
+        if tray.model.pending:
+            tray.open_dialog(tray.model.pending[0].id)
+        else:
+            tray.tray.showMessage("Signoff", "Nothing waits for you.")
+
+    server.newConnection.connect(show)
+    tray.start()
+    with loop:
+        loop.run_until_complete(_until_quit(app))
+    store.close()
+    return 0
+
+
+async def _until_quit(app: QApplication) -> None:
+    done = asyncio.Event()
+    app.aboutToQuit.connect(done.set)
+    await done.wait()

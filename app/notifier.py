@@ -1,0 +1,107 @@
+"""Notifications, in order of preference: the platform's own with Approve / Reject buttons
+(desktop-notifier: D-Bus on Linux, the notification centre on macOS, WinRT on Windows), the
+tray's balloon (``QSystemTrayIcon.showMessage``), an in-app popup. A request that needs the
+dialog (destructive, interrupted, duplicate) gets a "Review" button only.
+
+Nothing here decides: buttons emit signals; the app decides through ``core.approvals``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QMessageBox, QSystemTrayIcon
+
+from app.model import Pending
+
+log = logging.getLogger("signoff.app")
+
+
+def message_of(p: Pending) -> tuple[str, str]:
+    title = f"{p.title} ({p.side_effect or '?'}) asks for approval"
+    kind = {"interrupted_side_effect": "Started, outcome unknown. ",
+            "duplicate": "The same call already ran. "}.get(p.kind, "")  # fmt: skip
+    return title, f"{kind}{p.summary()}\nrequest {p.fingerprint}"
+
+
+class Notifier(QObject):
+    clicked = Signal(str)  # open the dialog for this approval
+    approve = Signal(str)
+    reject = Signal(str)
+
+    def __init__(self, tray: QSystemTrayIcon | None, *, native: bool = True) -> None:
+        super().__init__()
+        self.tray = tray
+        self.sent: list[tuple[str, str]] = []  # (approval id, how) for the record and tests
+        self._native: Any = None
+        if native:
+            try:
+                from desktop_notifier import DesktopNotifier
+
+                self._native = DesktopNotifier(app_name="Signoff")
+            except Exception as e:  # no backend for this platform
+                log.warning("no native notifications: %s", e)
+        if tray is not None:
+            tray.messageClicked.connect(self._balloon_clicked)
+        self._last_balloon = ""
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def notify(self, p: Pending) -> None:
+        if self._native is not None:
+            task = asyncio.get_event_loop().create_task(self._send_native(p))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        self._fallback(p)
+
+    async def _send_native(self, p: Pending) -> None:
+        from desktop_notifier import Button
+
+        title, message = message_of(p)
+        buttons = (
+            [Button("Review…", on_pressed=lambda: self.clicked.emit(p.id))]
+            if p.needs_dialog
+            else [
+                Button("Approve", on_pressed=lambda: self.approve.emit(p.id)),
+                Button("Reject", on_pressed=lambda: self.reject.emit(p.id)),
+            ]
+        )
+        try:
+            await self._native.send(
+                title=title, message=message, buttons=buttons,
+                on_clicked=lambda: self.clicked.emit(p.id),
+            )  # fmt: skip
+        except Exception as e:  # no notification service answered: the next way
+            log.warning("native notification failed: %s", e)
+            self._native = None
+            self._fallback(p)
+            return
+        self.sent.append((p.id, "native"))
+
+    def _fallback(self, p: Pending) -> None:
+        title, message = message_of(p)
+        if self.tray is not None and QSystemTrayIcon.supportsMessages() and self.tray.isVisible():
+            self._last_balloon = p.id
+            self.tray.showMessage(title, message, QSystemTrayIcon.MessageIcon.Warning, 15_000)
+            self.sent.append((p.id, "balloon"))
+            return
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message)
+        box.setStandardButtons(QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Close)
+        box.setModal(False)
+        box.buttonClicked.connect(
+            lambda b: (
+                self.clicked.emit(p.id)
+                if box.standardButton(b) == QMessageBox.StandardButton.Open
+                else None
+            )
+        )
+        box.show()
+        self._popup = box
+        self.sent.append((p.id, "popup"))
+
+    def _balloon_clicked(self) -> None:
+        if self._last_balloon:
+            self.clicked.emit(self._last_balloon)

@@ -1,0 +1,216 @@
+"""The tray app: icon and menu, the approval flow, the witness and the sweeper, wired together.
+
+No worker thread waits on a dialog: a pending approval is a row in the store, the proxy waits
+on the store, and the app only writes the decision (through ``core.approvals``).
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QFont, QIcon, QPainter, QPixmap
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from app import autostart
+from app.dialog import ApprovalDialog
+from app.model import AppModel, Pending
+from app.notifier import Notifier
+from app.watcher import Watcher
+from core.approvals import approve, reject
+from core.errors import SignoffError
+from core.heads import HeadStore
+from core.proxy import wake
+from core.store import Store
+from core.sweep import sweep
+from core.witness import Witness
+
+log = logging.getLogger("signoff.app")
+RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "icons"
+SWEEP_MS = 15_000
+
+
+def icon(state: str, count: int = 0) -> QIcon:
+    pixmap = QIcon(str(RESOURCES / f"{state}.svg")).pixmap(64, 64)
+    if count and state == "pending":
+        pixmap = _badge(pixmap, count)
+    return QIcon(pixmap)
+
+
+def _badge(pixmap: QPixmap, count: int) -> QPixmap:
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setBrush(QColor("#b42318"))
+    painter.setPen(QColor("#ffffff"))
+    painter.drawEllipse(34, 0, 30, 30)
+    font = QFont()
+    font.setPixelSize(20)
+    font.setBold(True)
+    painter.setFont(font)
+    painter.drawText(34, 0, 30, 30, 0x0084, str(count) if count < 10 else "9+")
+    painter.end()
+    return pixmap
+
+
+class TrayApp(QObject):
+    state_changed = Signal(str)
+
+    def __init__(
+        self, store: Store, heads: HeadStore, data_dir: Path, *, native: bool = True
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.model = AppModel(store, data_dir / "notified.json")
+        self.witness = Witness(store, heads, data_dir / "alarm.json")
+        self.tray = QSystemTrayIcon()
+        self.menu = QMenu()
+        self.tray.setContextMenu(self.menu)
+        self.notifier = Notifier(self.tray, native=native)
+        self.notifier.clicked.connect(self.open_dialog)
+        self.notifier.approve.connect(lambda i: self.decide(i, "approve", "from the notification"))
+        self.notifier.reject.connect(lambda i: self.decide(i, "reject", "from the notification"))
+        self.dialogs: dict[str, ApprovalDialog] = {}
+        self.watcher = Watcher(store.path, self)
+        self.watcher.changed.connect(self.refresh)
+        self._sweeper = QTimer(self)
+        self._sweeper.setInterval(SWEEP_MS)
+        self._sweeper.timeout.connect(self.sweep)
+        self._alarmed = ""
+
+    def start(self) -> None:
+        self.model.witness = self.witness.check_all()
+        self.sweep()
+        self.refresh()
+        self.tray.show()
+        self._sweeper.start()
+
+    def stop(self) -> None:
+        self._sweeper.stop()
+        self.watcher.close()
+        self.tray.hide()
+
+    # --- reacting to the store ---------------------------------------------------------
+
+    def refresh(self) -> None:
+        self.model.witness = self.witness.advance()
+        fresh = self.model.refresh()
+        for p in fresh:
+            self.notifier.notify(p)
+        if self.model.witness.alarm and self._alarmed != self.model.witness.alarm:
+            self._alarmed = self.model.witness.alarm
+            self.tray.showMessage("Signoff: the record does not verify", self.model.witness.alarm,
+                                  QSystemTrayIcon.MessageIcon.Critical, 0)  # fmt: skip
+        self._rebuild()
+
+    def sweep(self) -> None:
+        try:
+            for line in sweep(self.store):
+                log.info("sweeper: %s", line)
+        except SignoffError as e:
+            log.warning("sweeper: %s", e)
+
+    # --- deciding -----------------------------------------------------------------------
+
+    def open_dialog(self, approval_id: str) -> ApprovalDialog | None:
+        pending = next((p for p in self.model.pending if p.id == approval_id), None)
+        if pending is None:
+            return None
+        dialog = self.dialogs.get(approval_id)
+        if dialog is None:
+            dialog = ApprovalDialog(pending)
+            dialog.decided.connect(self.decide)
+            dialog.finished.connect(lambda _: self.dialogs.pop(approval_id, None))
+            self.dialogs[approval_id] = dialog
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        return dialog
+
+    def decide(self, approval_id: str, decision: str, reason: str = "") -> bool:
+        pending = next((p for p in self.model.pending if p.id == approval_id), None)
+        if pending is None:
+            return False
+        if decision == "approve" and reason == "from the notification" and pending.needs_dialog:
+            self.open_dialog(approval_id)  # never approved from the notification alone
+            return False
+        act = approve if decision == "approve" else reject
+        try:
+            act(self.store, pending.run_id, pending.id, f"operator:{getpass.getuser()}", reason,
+                expected_hash=pending.request_hash)  # fmt: skip
+        except SignoffError as e:
+            self.tray.showMessage("Signoff: not decided", str(e),
+                                  QSystemTrayIcon.MessageIcon.Warning, 10_000)  # fmt: skip
+            return False
+        wake.wake(decision)
+        self.refresh()
+        return True
+
+    # --- the icon and the menu ----------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        model = self.model
+        state = model.state
+        self.tray.setIcon(icon(state, len(model.pending)))
+        witness = model.witness
+        anchor = "anchored in the keyring" if witness.anchored else "not anchored"
+        tip = {"idle": "nothing waits", "pending": f"{len(model.pending)} waiting",
+               "alarm": "the record does not verify"}[state]  # fmt: skip
+        self.tray.setToolTip(f"Signoff: {tip}; chain {anchor}")
+        menu = self.menu
+        menu.clear()
+        if witness.alarm:
+            alarm = menu.addAction(f"Alarm: {witness.alarm[:80]}")
+            acknowledge = menu.addAction("Acknowledge the alarm and verify again")
+            acknowledge.triggered.connect(self._acknowledge)
+            alarm.setEnabled(False)
+            menu.addSeparator()
+        header = menu.addAction(
+            f"{len(model.pending)} waiting for you" if model.pending else "Nothing waits"
+        )
+        header.setEnabled(False)
+        for p in model.pending:
+            action = menu.addAction(f"{p.title} ({p.side_effect or '?'}) {p.fingerprint}")
+            action.triggered.connect(lambda _=False, i=p.id: self.open_dialog(i))
+        menu.addSeparator()
+        for label in ("History…", "Settings…"):
+            action = menu.addAction(label)
+            action.setEnabled(False)
+            action.setToolTip("Coming in the next releases")
+        chain = menu.addAction(
+            f"Chain: verified to event {witness.head.seq if witness.head else 0}, {anchor}"
+        )
+        chain.setEnabled(False)
+        pause = QAction("Pause notifications", menu)
+        pause.setCheckable(True)
+        pause.setChecked(model.paused)
+        pause.toggled.connect(self._pause)
+        menu.addAction(pause)
+        start_at_login = QAction("Start at login", menu)
+        start_at_login.setCheckable(True)
+        start_at_login.setChecked(autostart.enabled())
+        start_at_login.toggled.connect(autostart.set_enabled)
+        menu.addAction(start_at_login)
+        menu.addSeparator()
+        quit_action = menu.addAction("Quit Signoff")
+        quit_action.triggered.connect(self._quit)
+        self.state_changed.emit(state)
+
+    def _pause(self, paused: bool) -> None:
+        self.model.paused = paused
+        self._rebuild()
+
+    def _acknowledge(self) -> None:
+        self.model.witness = self.witness.acknowledge()
+        self._alarmed = ""
+        self._rebuild()
+
+    def _quit(self) -> None:
+        from PySide6.QtWidgets import QApplication
+
+        self.stop()
+        QApplication.quit()
+
+    def pending_by_id(self, approval_id: str) -> Pending | None:
+        return next((p for p in self.model.pending if p.id == approval_id), None)
