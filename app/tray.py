@@ -10,7 +10,7 @@ import getpass
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QFont, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
@@ -64,7 +64,7 @@ class TrayApp(QObject):
         self.store = store
         self.model = AppModel(store, data_dir / "notified.json")
         self.witness = Witness(store, heads, data_dir / "alarm.json")
-        self.tray = QSystemTrayIcon()
+        self.tray = QSystemTrayIcon(self)
         self.menu = QMenu()
         self.tray.setContextMenu(self.menu)
         self.notifier = Notifier(self.tray, native=native)
@@ -121,7 +121,10 @@ class TrayApp(QObject):
         if dialog is None:
             dialog = ApprovalDialog(pending)
             dialog.decided.connect(self.decide)
-            dialog.finished.connect(lambda _: self.dialogs.pop(approval_id, None))
+            # Qt deletes the closed dialog; only then is it forgotten here (dropping the last
+            # Python reference inside its own finished signal would delete it mid-emission).
+            dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            dialog.destroyed.connect(lambda: self.dialogs.pop(approval_id, None))
             self.dialogs[approval_id] = dialog
         dialog.show()
         dialog.raise_()

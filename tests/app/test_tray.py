@@ -1,0 +1,97 @@
+"""The tray app's states and menu, and the pending → notified → decided path, offscreen."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from app.tray import TrayApp
+from core.heads import MemoryHeadStore
+from core.store import Store
+from tests.app.pending import make_pending
+
+
+@pytest.fixture
+def tray(store: Store, home: Path, qtbot):
+    app = TrayApp(store, MemoryHeadStore(), home, native=False)
+    app.start()
+    yield app
+    app.stop()
+
+
+def _texts(tray: TrayApp) -> list[str]:
+    return [a.text() for a in tray.menu.actions()]
+
+
+def test_idle_then_pending_then_decided(store: Store, tray: TrayApp, qtbot) -> None:
+    assert tray.model.state == "idle"
+    assert "Nothing waits" in _texts(tray)
+    approval = make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    assert "1 waiting for you" in _texts(tray)
+    assert [sent[0] for sent in tray.notifier.sent] == [approval.id]
+    assert tray.decide(approval.id, "approve", "fine")
+    assert tray.model.state == "idle"
+    status = store._conn.execute("SELECT status FROM approvals").fetchone()[0]
+    assert status == "approved"
+
+
+def test_a_pending_approval_is_notified_once_even_after_a_restart(
+    store: Store, home: Path, tray: TrayApp, qtbot
+) -> None:
+    make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    tray.refresh()
+    assert len(tray.notifier.sent) == 1
+    again = TrayApp(store, MemoryHeadStore(), home, native=False)
+    again.start()
+    assert again.notifier.sent == []
+    again.stop()
+
+
+def test_pausing_stops_notifying(store: Store, tray: TrayApp, qtbot) -> None:
+    tray._pause(True)
+    make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    assert tray.notifier.sent == []
+
+
+def test_a_destructive_request_is_not_approved_from_the_notification(
+    store: Store, tray: TrayApp, qtbot
+) -> None:
+    approval = make_pending(store, tool="delete")
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    assert not tray.decide(approval.id, "approve", "from the notification")
+    assert approval.id in tray.dialogs
+    status = store._conn.execute("SELECT status FROM approvals").fetchone()[0]
+    assert status == "pending"
+    tray.dialogs[approval.id].close()
+
+
+def test_an_edited_record_turns_the_icon_to_alarm_until_acknowledged(
+    store: Store, tray: TrayApp, qtbot
+) -> None:
+    make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    conn = sqlite3.connect(store.path)
+    conn.execute("UPDATE events SET payload = '{}' WHERE seq = 3")
+    conn.commit()
+    conn.close()
+    tray.model.witness = tray.witness.check_all()
+    tray.refresh()
+    assert tray.model.state == "alarm"
+    assert any(t.startswith("Alarm: event 3") for t in _texts(tray))
+
+
+def test_without_a_keyring_the_menu_says_not_anchored(store: Store, home: Path, qtbot) -> None:
+    from keyring.backends import fail
+
+    from core.heads import KeyringHeadStore
+
+    app = TrayApp(store, KeyringHeadStore(fail.Keyring()), home, native=False)
+    app.start()
+    assert any("not anchored" in t for t in _texts(app))
+    assert app.model.state == "idle"
+    app.stop()
