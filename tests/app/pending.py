@@ -6,8 +6,8 @@ from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.records import ApprovalView
 from core.store import Store
-from core.transitions import CallLabel
 from core.tools import SideEffect, Tool
+from core.transitions import CallLabel
 from tests.core.gatekit import make_gate
 
 TOOLS = [
