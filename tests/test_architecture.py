@@ -39,3 +39,15 @@ def test_the_architecture_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("import os\nfrom PySide6.QtCore import QObject\nimport app.launcher\n")
     assert {"PySide6.QtCore", "app.launcher"} <= _imports(sample)
+
+
+def test_the_terminal_commands_load_no_qt() -> None:
+    """A host launching `signoff proxy` must not pay for the GUI toolkit."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import app.launcher, core.cli, core.proxy.server;"
+        " sys.exit(1 if any(m.startswith('PySide6') for m in sys.modules) else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], timeout=60, check=False).returncode == 0

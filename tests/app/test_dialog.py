@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from PySide6.QtCore import Qt
 
 from app.dialog import ApprovalDialog
@@ -20,6 +21,7 @@ def _dialog(store: Store, qtbot, **kw) -> ApprovalDialog:
     return dialog
 
 
+@pytest.mark.guarantee("G-APP-1")
 def test_the_dialog_shows_the_exact_arguments_whole_and_the_full_hash(store: Store, qtbot) -> None:
     long_value = "x" * 5000
     dialog = _dialog(store, qtbot, arguments={"n": 1, "text": long_value})
@@ -30,6 +32,7 @@ def test_the_dialog_shows_the_exact_arguments_whole_and_the_full_hash(store: Sto
     assert dialog.arguments.isReadOnly()
 
 
+@pytest.mark.guarantee("G-APP-1")
 def test_enter_approves_nothing(store: Store, qtbot) -> None:
     dialog = _dialog(store, qtbot)
     decided: list[tuple[str, str, str]] = []

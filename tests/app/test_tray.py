@@ -58,6 +58,7 @@ def test_pausing_stops_notifying(store: Store, tray: TrayApp, qtbot) -> None:
     assert tray.notifier.sent == []
 
 
+@pytest.mark.guarantee("G-APP-1")
 def test_a_destructive_request_is_not_approved_from_the_notification(
     store: Store, tray: TrayApp, qtbot
 ) -> None:
