@@ -54,3 +54,23 @@ def test_without_a_keyring_it_is_not_anchored_and_goes_on(store: Store, tmp_path
     assert not state.anchored and not state.alarm
     assert state.head == store.head()
     assert "keyring" in state.detail.lower()
+
+
+def test_the_witness_keeps_its_head_in_a_real_keyring(
+    store: Store, tmp_path: Path, keyring_under_test
+) -> None:
+    """gnome-keyring's Secret Service (inside the test command's dbus-run-session) and
+    keyrings.alt's file backend."""
+    heads = KeyringHeadStore(keyring_under_test.backend)
+    witness = Witness(store, heads, tmp_path / "alarm.json")
+    record_runs(store, 1)
+    assert witness.check_all().anchored
+    newer = record_run(store, "later")
+    assert witness.advance().head == newer == heads.load(store.path)
+    # What a tamperer who recomputes the whole chain cannot get past: the kept head.
+    conn = sqlite3.connect(store.path)
+    conn.execute("DELETE FROM events WHERE seq > 3")
+    conn.commit()
+    conn.close()
+    fresh = Witness(store, heads, tmp_path / "alarm2.json")
+    assert "LogTruncated" in fresh.check_all().alarm
