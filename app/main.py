@@ -9,7 +9,7 @@ import logging
 import sys
 
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from core import paths
 from core.heads import KeyringHeadStore
@@ -69,10 +69,28 @@ def run(argv: list[str] | None = None) -> int:
 
     server.newConnection.connect(show)
     tray.start()
+    _offer_demo(tray.tray, store)
     with loop:
         loop.run_until_complete(_until_quit(app))
     store.close()
     return 0
+
+
+def _offer_demo(icon: QSystemTrayIcon, store: Store) -> None:
+    """The first start, with nothing set up (no server, no run), offers `signoff demo`, once."""
+    from PySide6.QtCore import QTimer
+
+    from core.demo import first_start
+
+    data = paths.data_dir()
+    if not first_start.should_offer(store, paths.config_path(), data):
+        return
+    first_start.remember_offered(data)
+    print(f"{first_start.TITLE}! {first_start.MESSAGE}")
+    info = QSystemTrayIcon.MessageIcon.Information
+    # A moment after start, so that the icon is in the tray when its message shows.
+    QTimer.singleShot(1500, lambda: icon.showMessage(first_start.TITLE, first_start.MESSAGE,
+                                                     info, 20_000))  # fmt: skip
 
 
 async def _until_quit(app: QApplication) -> None:

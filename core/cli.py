@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from core import paths
+from core.demo.run import register as register_demo_command
 from core.errors import ChainBroken, SignoffError
 from core.heads import KeyringHeadStore
 from core.policy import PolicyDecision
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_recheck)
 
     register_proxy_commands(commands)
+    register_demo_command(commands)
     return parser
 
 

@@ -1,0 +1,39 @@
+"""The app's first start offers ``signoff demo``, once.
+
+It is offered when nothing is set up yet (the configuration names no server and the database
+holds no run) and it was not offered before; offering it leaves a file in the data directory,
+so it is offered once. A configuration that cannot be read is not "nothing set up": no offer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.errors import SignoffError
+from core.proxy import config as configuration
+from core.store import Store
+
+OFFERED_FILE = "demo-offered"
+TITLE = "Welcome to Signoff"
+MESSAGE = (
+    "Nothing is set up yet. To see Signoff at work in two minutes, run `signoff demo` in a"
+    " terminal: a demo notes server and agent, in a throw-away folder; your set-up stays as"
+    " it is."
+)
+
+
+def should_offer(store: Store, config_path: Path, data_dir: Path) -> bool:
+    if (data_dir / OFFERED_FILE).exists():
+        return False
+    try:
+        if configuration.load(config_path).servers:
+            return False
+    except SignoffError:
+        return False
+    with store.snapshot() as conn:
+        return conn.execute("SELECT 1 FROM runs LIMIT 1").fetchone() is None
+
+
+def remember_offered(data_dir: Path) -> None:
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (data_dir / OFFERED_FILE).write_text("signoff demo was offered on the first start\n")
