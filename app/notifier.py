@@ -48,6 +48,9 @@ class Notifier(QObject):
             tray.messageClicked.connect(self._balloon_clicked)
         self._last_balloon = ""
         self._tasks: set[asyncio.Task[None]] = set()
+        # One send at a time: desktop-notifier connects to the bus on its first send, and two
+        # first sends at once would open two connections (one never closed).
+        self._sending = asyncio.Lock()
 
     def notify(self, p: Pending) -> None:
         if self._native is not None:
@@ -69,17 +72,36 @@ class Notifier(QObject):
                 Button("Reject", on_pressed=lambda: self.reject.emit(p.id)),
             ]
         )
-        try:
-            await self._native.send(
-                title=title, message=message, buttons=buttons,
-                on_clicked=lambda: self.clicked.emit(p.id),
-            )  # fmt: skip
-        except Exception as e:  # no notification service answered: the next way
-            log.warning("native notification failed: %s", e)
-            self._native = None
-            self._fallback(p)
-            return
+        dispatched: list[bool] = []
+        async with self._sending:
+            if self._native is None:  # an earlier send failed, or the app closed it
+                self._fallback(p)
+                return
+            try:
+                await self._native.send(
+                    title=title, message=message, buttons=buttons,
+                    on_clicked=lambda: self.clicked.emit(p.id),
+                    on_dispatched=lambda: dispatched.append(True),
+                )  # fmt: skip
+                if not dispatched:  # desktop-notifier logs a failed send instead of raising
+                    raise RuntimeError("no notification service took it")
+            except Exception as e:  # no notification service answered: the next way
+                log.warning("native notification failed: %s", e)
+                self._close_native()
+                self._fallback(p)
+                return
         self.sent.append((p.id, "native"))
+
+    def close(self) -> None:
+        """Let go of the native notifier's connection (its buttons stop answering)."""
+        self._close_native()
+
+    def _close_native(self) -> None:
+        native, self._native = self._native, None
+        # desktop-notifier has no close; its D-Bus backend keeps its connection as ``bus``.
+        bus = getattr(getattr(native, "_backend", None), "bus", None)
+        if bus is not None:
+            bus.disconnect()
 
     def _fallback(self, p: Pending) -> None:
         title, message = message_of(p)

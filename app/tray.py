@@ -89,6 +89,7 @@ class TrayApp(QObject):
     def stop(self) -> None:
         self._sweeper.stop()
         self.watcher.close()
+        self.notifier.close()
         self.tray.hide()
 
     # --- reacting to the store ---------------------------------------------------------

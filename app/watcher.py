@@ -23,6 +23,7 @@ class Watcher(QObject):
     def __init__(self, database: Path, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._socket: socket.socket | None = None
+        self._inode = 0
         self._notifier: QSocketNotifier | None = None
         self._bind()
         self._conn = sqlite3.connect(f"file:{quote(str(database))}?mode=ro", uri=True)
@@ -43,7 +44,9 @@ class Watcher(QObject):
         if self._socket is not None:
             self._socket.close()
             with contextlib.suppress(OSError):
-                wake.socket_path().unlink()
+                path = wake.socket_path()
+                if path.stat().st_ino == self._inode:  # ours, not a newer instance's
+                    path.unlink()
         self._conn.close()
 
     def _bind(self) -> None:
@@ -61,6 +64,7 @@ class Watcher(QObject):
             return
         sock.setblocking(False)
         self._socket = sock
+        self._inode = path.stat().st_ino
         self._notifier = QSocketNotifier(sock.fileno(), QSocketNotifier.Type.Read, self)
         self._notifier.activated.connect(self._drain)
 

@@ -16,6 +16,7 @@ from tests.conftest import ROOT
         ("verify.py", ["--events", "3000", "--repeat", "1"], "ratio verify/floor:"),
         ("gate.py", ["--calls", "50", "--repeat", "1"], "ratio call/commit:"),
         ("proxy.py", ["--calls", "20"], "ratio proxied/direct:"),
+        ("notify.py", ["--calls", "3"], "ratio notify/datagram:"),
     ],
 )
 def test_each_benchmark_runs_and_prints_its_ratio(

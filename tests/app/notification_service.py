@@ -1,0 +1,209 @@
+"""A fake org.freedesktop.Notifications service on the session bus, for the tests and the bench.
+
+It speaks the freedesktop notification protocol with dbus-fast (the library desktop-notifier
+itself uses, so client and server are not the same code): ``Notify``, ``GetCapabilities``
+(``actions`` and ``body``), ``GetServerInformation``, ``CloseNotification``, and the
+``ActionInvoked`` and ``NotificationClosed`` signals. It runs on its own thread with its own
+asyncio loop, as a notification daemon is its own process: the app under test talks to it
+only over the bus.
+
+Every ``Notify`` is recorded (app name, summary, body, actions as (key, label) pairs, the
+wall-clock and monotonic times of its arrival); ``invoke(id, key)`` does what a click on a
+button does: ``ActionInvoked(id, key)``, then ``NotificationClosed(id, 2)`` as most servers
+close a notification whose button was pressed.
+
+    with NotificationService() as service:       # owns the name, or raises
+        ...
+        [shown] = service.snapshot()             # once the app's Notify arrived
+        service.invoke(shown.id, shown.action("Approve"))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from dbus_fast import BusType, DBusError, ErrorType, NameFlag, RequestNameReply
+from dbus_fast.aio import MessageBus
+from dbus_fast.annotations import DBusDict, DBusInt32, DBusSignature, DBusStr, DBusUInt32
+from dbus_fast.service import ServiceInterface, dbus_method, dbus_signal
+
+NAME = "org.freedesktop.Notifications"
+PATH = "/org/freedesktop/Notifications"
+SERVER_NAME = "Signoff test notifications"
+CLOSED_DISMISSED = 2
+CLOSED_BY_CALL = 3
+
+DBusStrings = Annotated[list[str], DBusSignature("as")]
+ServerInfo = Annotated[list[str], DBusSignature("ssss")]
+IdAndKey = Annotated[list[Any], DBusSignature("us")]
+IdAndReason = Annotated[list[int], DBusSignature("uu")]
+
+
+def session_bus_available() -> bool:
+    return bool(os.environ.get("DBUS_SESSION_BUS_ADDRESS"))
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One Notify call, as the service received it."""
+
+    id: int
+    app_name: str
+    summary: str
+    body: str
+    actions: tuple[tuple[str, str], ...]  # (key, label)
+    wall: float  # time.time() at arrival
+    monotonic: float  # time.perf_counter() at arrival
+
+    @property
+    def labels(self) -> list[str]:
+        return [label for _, label in self.actions]
+
+    def action(self, label: str) -> str:
+        """The key the client chose for the button with this label."""
+        keys = [key for key, shown in self.actions if shown == label]
+        if len(keys) != 1:
+            raise AssertionError(f"no single action labelled {label!r} in {self.actions}")
+        return keys[0]
+
+
+class _Interface(ServiceInterface):
+    def __init__(self, service: NotificationService) -> None:
+        super().__init__(NAME)
+        self.service = service
+
+    @dbus_method()
+    def Notify(  # the protocol's names
+        self,
+        app_name: DBusStr,
+        replaces_id: DBusUInt32,
+        app_icon: DBusStr,
+        summary: DBusStr,
+        body: DBusStr,
+        actions: DBusStrings,
+        hints: DBusDict,
+        expire_timeout: DBusInt32,
+    ) -> DBusUInt32:
+        if self.service.refuse:
+            raise DBusError(ErrorType.FAILED, "this notification service refuses every Notify")
+        return self.service._record(app_name, summary, body, actions)
+
+    @dbus_method()
+    def GetCapabilities(self) -> DBusStrings:
+        return ["actions", "body"]
+
+    @dbus_method()
+    def GetServerInformation(self) -> ServerInfo:
+        return [SERVER_NAME, "signoff-tests", "1.0", "1.2"]
+
+    @dbus_method()
+    # No return annotation: dbus-fast would read ``None`` as a signature.
+    def CloseNotification(self, id: DBusUInt32):
+        self.service.closed.append((id, CLOSED_BY_CALL))
+        self.NotificationClosed(id, CLOSED_BY_CALL)
+
+    @dbus_signal()
+    def ActionInvoked(self, id: int, action_key: str) -> IdAndKey:
+        return [id, action_key]
+
+    @dbus_signal()
+    def NotificationClosed(self, id: int, reason: int) -> IdAndReason:
+        return [id, reason]
+
+
+class NotificationService:
+    """Owns ``org.freedesktop.Notifications`` on the session bus while in its ``with``."""
+
+    def __init__(self, *, refuse: bool = False) -> None:
+        self.refuse = refuse  # answer every Notify with an error, as a broken daemon would
+        self.shown: list[Shown] = []
+        self.closed: list[tuple[int, int]] = []
+        self._lock = threading.Lock()
+        self._next_id = 1
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._interface: _Interface | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="fake-notifications", daemon=True)
+
+    # --- the test's side ----------------------------------------------------------------
+
+    def __enter__(self) -> NotificationService:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the fake notification service did not start within 10 s")
+        if self._error is not None:
+            self._thread.join(10)
+            raise RuntimeError(f"the fake notification service did not start: {self._error}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+        self._thread.join(10)
+        if self._thread.is_alive():
+            raise RuntimeError("the fake notification service did not stop within 10 s")
+
+    def snapshot(self) -> list[Shown]:
+        with self._lock:
+            return list(self.shown)
+
+    def invoke(self, notification_id: int, action_key: str) -> None:
+        """A click on a button: ActionInvoked, then the notification closes (dismissed)."""
+
+        def emit() -> None:
+            assert self._interface is not None
+            self._interface.ActionInvoked(notification_id, action_key)
+            self._interface.NotificationClosed(notification_id, CLOSED_DISMISSED)
+
+        self._call(emit)
+
+    def _call(self, fn: Any) -> None:
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the fake notification service is not running")
+        loop.call_soon_threadsafe(fn)
+
+    # --- the service's thread -----------------------------------------------------------
+
+    def _record(self, app_name: str, summary: str, body: str, actions: list[str]) -> int:
+        wall, monotonic = time.time(), time.perf_counter()
+        pairs = tuple(zip(actions[0::2], actions[1::2], strict=True))
+        with self._lock:
+            notification_id = self._next_id
+            self._next_id += 1
+            self.shown.append(
+                Shown(notification_id, app_name, summary, body, pairs, wall, monotonic)
+            )
+        return notification_id
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as e:  # reported to the thread that waits in __enter__
+            self._error = e
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        bus = await MessageBus(bus_type=BusType.SESSION).connect()
+        try:
+            self._interface = _Interface(self)
+            bus.export(PATH, self._interface)
+            reply = await bus.request_name(NAME, NameFlag.DO_NOT_QUEUE)
+            if reply != RequestNameReply.PRIMARY_OWNER:
+                raise RuntimeError(f"{NAME} is already owned on this bus ({reply.name})")
+            self._ready.set()
+            await self._stop.wait()
+            await bus.release_name(NAME)
+        finally:
+            bus.disconnect()
+            await bus.wait_for_disconnect()

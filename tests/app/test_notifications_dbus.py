@@ -1,0 +1,456 @@
+"""The tray app's notifications over a real session bus, for a real held proxy call.
+
+A fake ``org.freedesktop.Notifications`` service (tests/app/notification_service.py, dbus-fast)
+owns the name on the session bus that the test command starts with ``dbus-run-session``. The
+app is the real ``TrayApp`` with native notifications (desktop-notifier's D-Bus backend) in a
+qasync loop around pytest-qt's QApplication; the call is a real ``signoff proxy --hold 30``
+started by the mcp SDK's client in a thread, in front of tests/proxy/fake_server.py. The proxy
+wakes the app over its socket; the app reads the store and notifies; a button is pressed by
+the service emitting ``ActionInvoked``, exactly as a notification daemon does.
+
+Every wait is on a condition with a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import inspect
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import qasync
+from dbus_fast import DBusError
+from dbus_fast.aio import MessageBus
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QMessageBox
+from pytestqt.qtbot import QtBot
+
+from app.model import Pending
+from app.notifier import Notifier
+from app.tray import TrayApp
+from core.heads import MemoryHeadStore
+from core.store import Store
+from tests.app.notification_service import (
+    NotificationService,
+    Shown,
+    session_bus_available,
+)
+from tests.conftest import need
+from tests.proxy.rig import NOTES_TOOLS, Rig, text
+
+DEADLINE = 30.0
+HOLD = 30.0
+NO_BUS = "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset); run the tests with make test"
+
+
+# --- waiting ---------------------------------------------------------------------------------
+
+
+async def until(condition: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
+    """Poll ``condition`` (a function, or a coroutine function) on the running loop until it
+    gives something truthy, and return that; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+# --- a held call -----------------------------------------------------------------------------
+
+
+class HeldCall:
+    """One tools/call through ``signoff proxy NAME --hold 30``, made by the mcp SDK's client on a
+    thread of its own (its own event loop), so that the app's loop goes on meanwhile."""
+
+    def __init__(self, rig: Rig, tool: str, arguments: dict[str, Any], hold: float = HOLD) -> None:
+        self.rig, self.tool, self.arguments, self.hold = rig, tool, arguments, hold
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"host-{tool}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        async def call() -> None:
+            async with self.rig.client("notes", hold=self.hold) as host:
+                self.result = await host.call_tool(self.tool, self.arguments)
+
+        try:
+            anyio.run(call)
+        except BaseException as e:  # handed to the test by wait()
+            self.error = e
+        finally:
+            self.done.set()
+
+    async def wait(self) -> str:
+        await until(self.done.is_set, f"the held {self.tool} call to return", DEADLINE + HOLD)
+        self._thread.join(5)
+        if self.error is not None:
+            raise self.error
+        return text(self.result)
+
+    def join(self) -> None:
+        """Teardown: a call still held ends with its hold at the latest."""
+        self._thread.join(HOLD + 15)
+
+
+# --- fixtures --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def service() -> Iterator[NotificationService]:
+    need(session_bus_available(), NO_BUS)
+    with NotificationService() as running:
+        yield running
+
+
+@pytest.fixture
+def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
+    """An asyncio loop that is Qt's own event loop, around pytest-qt's QApplication, set up as
+    app/main.py sets it up (closing the last dialog does not quit the tray app)."""
+    quits = qapp.quitOnLastWindowClosed()
+    qapp.setQuitOnLastWindowClosed(False)
+    # Qt objects left as garbage go now, in this thread: a collection started by one of the
+    # test's other threads would delete them there, and Qt warns about their timers.
+    gc.collect()
+    event_loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(event_loop)
+    try:
+        yield event_loop
+    finally:
+        event_loop.close()
+        asyncio.set_event_loop(None)
+        qapp.setQuitOnLastWindowClosed(quits)
+        gc.collect()
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    return tmp_path / "notes.txt"
+
+
+def _rig(home: Path, notes: Path, write_note: str) -> Rig:
+    rig = Rig(home)  # SIGNOFF_HOME is the rig's home, in this process too (the wake socket)
+    rig.add_fake("notes", NOTES_TOOLS, notes=str(notes))
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only", write_note=write_note)
+    return rig
+
+
+@pytest.fixture
+def rig(home: Path, notes: Path) -> Rig:
+    return _rig(home, notes, "local_mutation")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "app-data"
+    path.mkdir(mode=0o700)
+    return path
+
+
+class Apps:
+    """Creates TrayApps and stops every one of them, whatever the test did."""
+
+    def __init__(self, store: Store, data_dir: Path) -> None:
+        self.store, self.data_dir = store, data_dir
+        self.made: list[TrayApp] = []
+        self.stopped: list[TrayApp] = []
+
+    def start(self) -> TrayApp:
+        tray = TrayApp(self.store, MemoryHeadStore(), self.data_dir, native=True)
+        self.made.append(tray)
+        tray.start()
+        assert tray.watcher.listening, "the app does not listen for the proxy's wake-up"
+        return tray
+
+    async def stop(self, tray: TrayApp) -> None:
+        """As the app quits: nothing left sending, the bus connection closed, windows gone."""
+        if tray in self.stopped:
+            return
+        self.stopped.append(tray)
+        await until(lambda: not tray.notifier._tasks, "the app's notifications to be sent")
+        for dialog in list(tray.dialogs.values()):
+            dialog.close()
+        tray.stop()
+        tray.notifier.close()
+
+
+def run(loop: qasync.QEventLoop, scenario: Callable[[], Awaitable[None]], apps: Apps) -> None:
+    async def guarded() -> None:
+        try:
+            await scenario()
+        finally:
+            for tray in apps.made:
+                await apps.stop(tray)
+
+    loop.run_until_complete(asyncio.wait_for(guarded(), DEADLINE + 2 * HOLD))
+
+
+@pytest.fixture
+def apps(store: Store, data_dir: Path) -> Iterator[Apps]:
+    made = Apps(store, data_dir)
+    yield made
+    made.made.clear()  # the loop fixture's collection then deletes them in this thread
+    made.stopped.clear()
+
+
+def approval_row(store: Store, approval_id: str) -> tuple[str, str, str, str]:
+    with store.snapshot() as conn:
+        row = conn.execute(
+            "SELECT status, request_hash, decided_by, decided_reason FROM approvals WHERE id = ?",
+            (approval_id,),
+        ).fetchone()
+    assert row is not None, f"no approval {approval_id}"
+    return row[0], row[1], row[2], row[3]
+
+
+def grouped(digest: str) -> str:
+    """The fingerprint as a notification shows it: the first 16 hex digits in fours."""
+    return " ".join(digest[i : i + 4] for i in range(0, 16, 4))
+
+
+def buttons(shown: Shown) -> list[str]:
+    """The labels of the buttons; the ``default`` action is the click on the body."""
+    return [label for key, label in shown.actions if key != "default"]
+
+
+# --- the tests -------------------------------------------------------------------------------
+
+
+def test_a_held_call_is_notified_and_approve_returns_its_result(
+    service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps, notes: Path
+) -> None:
+    arguments = {"text": "approved from the notification"}
+
+    async def scenario() -> None:
+        tray = apps.start()
+        held = HeldCall(rig, "write_note", arguments)
+        try:
+            [shown] = await until(service.snapshot, "the app's Notify")
+            [waiting] = rig.pending()
+
+            # 1. What the notification says: tool, server, class, arguments, fingerprint.
+            assert shown.app_name == "Signoff"
+            assert shown.summary == "notes/write_note (local_mutation) asks for approval"
+            assert '{"text":"approved from the notification"}' in shown.body
+            assert f"request {grouped(waiting['hash'])}" in shown.body
+            assert buttons(shown) == ["Approve", "Reject"]
+            assert ("default", "") in shown.actions  # a click on the body opens the dialog
+            # The app maps the daemon's id to its buttons once the Notify call returns; a
+            # press before that is dropped by desktop-notifier (no person is that fast).
+            await until(lambda: tray.notifier.sent, "the app to know what it showed")
+            assert tray.notifier.sent == [(waiting["id"], "native")]
+            assert not notes.exists() and not held.done.is_set()  # held, not run
+
+            # 2. Approve, pressed on the notification: exactly that request runs, once.
+            service.invoke(shown.id, shown.action("Approve"))
+            assert await held.wait() == f"wrote {arguments['text']!r}"
+        finally:
+            held.join()
+        assert notes.read_text() == "approved from the notification\n"
+        assert rig.pending() == []
+        status, request_hash, by, reason = approval_row(tray.store, waiting["id"])
+        assert request_hash == waiting["hash"]
+        assert grouped(request_hash) in shown.body
+        assert status == "consumed"  # granted, then used by the one execution
+        assert by.startswith("operator:") and reason == "from the notification"
+        with tray.store.snapshot() as conn:
+            assert conn.execute("SELECT count(*) FROM approvals").fetchone()[0] == 1
+        assert service.closed == []  # the app closed nothing; the daemon closed it on the press
+
+    run(loop, scenario, apps)
+
+
+def test_a_destructive_call_offers_only_review_which_opens_the_dialog(
+    service: NotificationService,
+    loop: qasync.QEventLoop,
+    home: Path,
+    notes: Path,
+    apps: Apps,
+    qtbot: QtBot,
+) -> None:
+    rig = _rig(home, notes, "destructive")
+
+    async def scenario() -> None:
+        tray = apps.start()
+        held = HeldCall(rig, "write_note", {"text": "destroy"})
+        try:
+            [shown] = await until(service.snapshot, "the app's Notify")
+            [waiting] = rig.pending()
+            assert shown.summary == "notes/write_note (destructive) asks for approval"
+            assert buttons(shown) == ["Review…"]
+            await until(lambda: tray.notifier.sent, "the app to know what it showed")
+
+            # 3. Review opens the dialog and approves nothing.
+            service.invoke(shown.id, shown.action("Review…"))
+            dialog = await until(lambda: tray.dialogs.get(waiting["id"]), "the dialog")
+            assert dialog.isVisible()
+            assert waiting["hash"] in dialog.hash_label.text()
+            assert approval_row(tray.store, waiting["id"])[0] == "pending"
+            assert [p["id"] for p in rig.pending()] == [waiting["id"]]
+            assert not held.done.is_set() and not notes.exists()
+
+            # The dialog decides: Reject, and the held call says so; nothing ran.
+            qtbot.mouseClick(dialog.reject_button, Qt.MouseButton.LeftButton)
+            answer = await held.wait()
+        finally:
+            held.join()
+        assert held.result.is_error and "rejected" in answer
+        assert not notes.exists()
+        assert approval_row(tray.store, waiting["id"])[0] == "rejected"
+        await until(lambda: waiting["id"] not in tray.dialogs, "Qt to delete the closed dialog")
+        assert len(service.snapshot()) == 1
+
+    run(loop, scenario, apps)
+
+
+def test_a_pending_approval_is_notified_once_across_a_restart(
+    service: NotificationService,
+    loop: qasync.QEventLoop,
+    rig: Rig,
+    apps: Apps,
+    notes: Path,
+    qtbot: QtBot,
+) -> None:
+    async def scenario() -> None:
+        first = apps.start()
+        held = HeldCall(rig, "write_note", {"text": "after a restart"})
+        try:
+            [shown] = await until(service.snapshot, "the first app's Notify")
+            [waiting] = rig.pending()
+            await apps.stop(first)
+
+            # 4. The app is recreated over the same data: it knows the approval waits, and
+            # says nothing again (a notify would have started a task in start()'s refresh).
+            second = apps.start()
+            assert [p.id for p in second.model.pending] == [waiting["id"]]
+            assert second.model.state == "pending"
+            assert not second.notifier._tasks and second.notifier.sent == []
+
+            # The operator decides from the menu's dialog instead; the held call completes.
+            dialog = second.open_dialog(waiting["id"])
+            assert dialog is not None
+            qtbot.mouseClick(dialog.approve_button, Qt.MouseButton.LeftButton)
+            assert await held.wait() == "wrote 'after a restart'"
+            await until(lambda: not second.model.pending, "the app to see nothing waits")
+            await until(lambda: not second.notifier._tasks, "the app's sends to finish")
+        finally:
+            held.join()
+        assert service.snapshot() == [shown]  # one Notify, from the first app only
+        assert notes.read_text() == "after a restart\n"
+
+    run(loop, scenario, apps)
+
+
+def test_approvals_waiting_at_start_are_each_notified_over_one_connection(
+    service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps
+) -> None:
+    """desktop-notifier connects to the bus on its first send: two first sends at once used to
+    open two connections, one of them never closed."""
+
+    async def scenario() -> None:
+        for n in (1, 2):  # a short hold: both calls return "pending" before the app starts
+            call = HeldCall(rig, "write_note", {"text": f"waiting {n}"}, hold=0.1)
+            assert "pending" in await call.wait()
+        waiting = rig.pending()
+        assert len(waiting) == 2
+        before = await own_connections()
+        tray = apps.start()
+        shown = await until(lambda: len(service.snapshot()) == 2 and service.snapshot(), "both")
+        assert [s.body.splitlines()[0] for s in shown] == [
+            '{"text":"waiting 1"}',
+            '{"text":"waiting 2"}',
+        ]
+        await until(lambda: len(tray.notifier.sent) == 2, "both sends to finish")
+        assert await own_connections() == before + 1
+        await apps.stop(tray)
+        await until(lambda: connections_are(before), "the app's connection to close")
+
+    run(loop, scenario, apps)
+
+
+def test_without_a_working_notification_service_the_app_falls_back_to_a_popup(
+    loop: qasync.QEventLoop, qtbot: QtBot
+) -> None:
+    """desktop-notifier logs a failed send instead of raising it; the notifier must notice, or
+    the operator is never told (while the approval counts as notified). A service that refuses
+    every Notify stands for "none works" (an absent one cannot be had where a daemon is
+    D-Bus activatable, as on a desktop or in CI with a real daemon installed)."""
+    need(session_bus_available(), NO_BUS)
+    daemon = "refusing"
+    pending = Pending(
+        "approval-1", "run-1", "notes", "write_note", '{"text":"x"}', "ab" * 32, "approval",
+        "local_mutation", "2026-01-01T00:00:00.000000Z", "", "Append a line",
+    )  # fmt: skip
+    notifier = Notifier(None, native=True)
+
+    async def scenario() -> None:
+        notifier.notify(pending)
+        await until(lambda: notifier.sent, "the notifier to give up or succeed")
+        await until(lambda: not notifier._tasks, "the send to finish")
+
+    service = NotificationService(refuse=True) if daemon == "refusing" else None
+    with service or contextlib.nullcontext():
+        loop.run_until_complete(asyncio.wait_for(scenario(), DEADLINE))
+        notifier.close()
+    assert notifier.sent == [("approval-1", "popup")]
+    assert service is None or service.shown == []
+    popup = notifier._popup
+    qtbot.addWidget(popup)
+    assert isinstance(popup, QMessageBox) and popup.isVisible()
+    assert popup.text() == '{"text":"x"}\nrequest abab abab abab abab'
+
+
+# --- asking the bus itself ---------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def bus_daemon() -> AsyncIterator[tuple[MessageBus, Any]]:
+    """A connection of our own to the session bus, and the bus daemon's interface."""
+    bus = await MessageBus().connect()
+    try:
+        introspection = await bus.introspect("org.freedesktop.DBus", "/org/freedesktop/DBus")
+        proxy = bus.get_proxy_object("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     introspection)  # fmt: skip
+        yield bus, proxy.get_interface("org.freedesktop.DBus")
+    finally:
+        bus.disconnect()
+        await bus.wait_for_disconnect()
+
+
+async def activatable(name: str) -> bool:
+    async with bus_daemon() as (_, dbus):
+        return name in await dbus.call_list_activatable_names()
+
+
+async def own_connections() -> int:
+    """How many connections this process has on the session bus (besides the one asking)."""
+    async with bus_daemon() as (bus, dbus):
+        mine = 0
+        for name in await dbus.call_list_names():
+            if name.startswith(":") and name != bus.unique_name:
+                try:
+                    pid = await dbus.call_get_connection_unix_process_id(name)
+                except DBusError:  # the connection went away meanwhile
+                    continue
+                mine += pid == os.getpid()
+        return mine
+
+
+async def connections_are(count: int) -> bool:
+    return await own_connections() == count
