@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -18,13 +19,15 @@ from PySide6.QtWidgets import QMessageBox, QSystemTrayIcon
 from app.model import Pending
 
 log = logging.getLogger("signoff.app")
+ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "pending.svg"
 
 
 def message_of(p: Pending) -> tuple[str, str]:
-    title = f"{p.title} ({p.side_effect or '?'}) asks for approval"
-    kind = {"interrupted_side_effect": "Started, outcome unknown. ",
-            "duplicate": "The same call already ran. "}.get(p.kind, "")  # fmt: skip
-    return title, f"{kind}{p.summary()}\nrequest {p.fingerprint}"
+    """A title short enough for narrow notification daemons; the class leads the body."""
+    title = f"Approve {p.title}?"
+    kind = {"interrupted_side_effect": "started, outcome unknown; ",
+            "duplicate": "the same call already ran; "}.get(p.kind, "")  # fmt: skip
+    return title, f"{p.side_effect or '?'}: {kind}{p.summary()}\nrequest {p.fingerprint}"
 
 
 class Notifier(QObject):
@@ -39,9 +42,9 @@ class Notifier(QObject):
         self._native: Any = None
         if native:
             try:
-                from desktop_notifier import DesktopNotifier
+                from desktop_notifier import DesktopNotifier, Icon
 
-                self._native = DesktopNotifier(app_name="Signoff")
+                self._native = DesktopNotifier(app_name="Signoff", app_icon=Icon(path=ICON))
             except Exception as e:  # no backend for this platform
                 log.warning("no native notifications: %s", e)
         if tray is not None:
@@ -61,7 +64,7 @@ class Notifier(QObject):
         self._fallback(p)
 
     async def _send_native(self, p: Pending) -> None:
-        from desktop_notifier import Button
+        from desktop_notifier import Button, Urgency
 
         title, message = message_of(p)
         buttons = (
@@ -78,8 +81,11 @@ class Notifier(QObject):
                 self._fallback(p)
                 return
             try:
+                # Critical, and no timeout: an approval is notified once, so it must stay until
+                # the operator acts on it (daemons expire normal ones in seconds).
                 await self._native.send(
                     title=title, message=message, buttons=buttons,
+                    urgency=Urgency.Critical, timeout=0,
                     on_clicked=lambda: self.clicked.emit(p.id),
                     on_dispatched=lambda: dispatched.append(True),
                 )  # fmt: skip

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need, when run as root on Debian/Ubuntu:
 #   dbus, gnome-keyring: a real Secret Service for the keyring tests.
+#   xvfb, xdotool, x11-utils (xwininfo, xprop), imagemagick (import), xfce4-notifyd (a
+#   notification daemon that draws action buttons), trayer (a tray host), openbox (a window
+#   manager, for scripts/screenshots.sh): the tray app on a real X server
+#   (tests/app/test_xvfb_*.py, scripts/screenshots.sh);
+#   libxcb-*, libxkbcommon-x11-0: what Qt's xcb platform plugin loads.
 # Elsewhere it says what is missing; tests needing it skip locally and fail in CI.
 set -euo pipefail
-packages=(dbus gnome-keyring)
+packages=(dbus gnome-keyring
+    xvfb xdotool x11-utils imagemagick xfce4-notifyd trayer openbox
+    libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
+    libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

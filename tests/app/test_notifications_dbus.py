@@ -246,7 +246,8 @@ def test_a_held_call_is_notified_and_approve_returns_its_result(
 
             # 1. What the notification says: tool, server, class, arguments, fingerprint.
             assert shown.app_name == "Signoff"
-            assert shown.summary == "notes/write_note (local_mutation) asks for approval"
+            assert shown.summary == "Approve notes/write_note?"
+            assert shown.body.startswith("local_mutation: ")
             assert '{"text":"approved from the notification"}' in shown.body
             assert f"request {grouped(waiting['hash'])}" in shown.body
             assert buttons(shown) == ["Approve", "Reject"]
@@ -292,7 +293,8 @@ def test_a_destructive_call_offers_only_review_which_opens_the_dialog(
         try:
             [shown] = await until(service.snapshot, "the app's Notify")
             [waiting] = rig.pending()
-            assert shown.summary == "notes/write_note (destructive) asks for approval"
+            assert shown.summary == "Approve notes/write_note?"
+            assert shown.body.startswith("destructive: ")
             assert buttons(shown) == ["Review…"]
             await until(lambda: tray.notifier.sent, "the app to know what it showed")
 
@@ -373,8 +375,8 @@ def test_approvals_waiting_at_start_are_each_notified_over_one_connection(
         tray = apps.start()
         shown = await until(lambda: len(service.snapshot()) == 2 and service.snapshot(), "both")
         assert [s.body.splitlines()[0] for s in shown] == [
-            '{"text":"waiting 1"}',
-            '{"text":"waiting 2"}',
+            'local_mutation: {"text":"waiting 1"}',
+            'local_mutation: {"text":"waiting 2"}',
         ]
         await until(lambda: len(tray.notifier.sent) == 2, "both sends to finish")
         assert await own_connections() == before + 1
@@ -413,7 +415,7 @@ def test_without_a_working_notification_service_the_app_falls_back_to_a_popup(
     popup = notifier._popup
     qtbot.addWidget(popup)
     assert isinstance(popup, QMessageBox) and popup.isVisible()
-    assert popup.text() == '{"text":"x"}\nrequest abab abab abab abab'
+    assert popup.text() == 'local_mutation: {"text":"x"}\nrequest abab abab abab abab'
 
 
 # --- asking the bus itself ---------------------------------------------------------------------

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Regenerates the screenshots in docs/screenshots/ (or the folder given) from the real app:
+#   notification.png     the approval's desktop notification, with Approve / Reject
+#   tray-menu.png        the tray icon's menu, with the pending request in it
+#   approval-dialog.png  the approval dialog (arguments, SHA-256), opened by a second `signoff`
+# on Xvfb with xfce4-notifyd, trayer and openbox, in a throw-away SIGNOFF_HOME whose one pending
+# approval is made by a real call through `signoff proxy` (the fake notes server of the tests).
+# Uses the desktop of tests/app/test_xvfb_desktop.py; ends everything it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(realpath -m "${1:-docs/screenshots}")
+bash scripts/system-packages.sh
+bash scripts/setup.sh test
+for tool in Xvfb xdotool xwininfo xprop import convert display trayer openbox dbus-daemon \
+    dbus-send; do
+    command -v "$tool" >/dev/null || {
+        echo "screenshots: $tool is missing (scripts/system-packages.sh installs it)" >&2
+        exit 2
+    }
+done
+mkdir -p "$out"
+export PYTHONPATH=$PWD
+exec timeout 300 .venv/bin/python - "$out" <<'PY'
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.app.test_xvfb_desktop import (
+    SIGNOFF, Call, Desktop, Window, app_env, demo_server, find_buttons, start_app, wait_for,
+)
+from tests.proxy.rig import Rig
+
+out = Path(sys.argv[1])
+MARGIN = 16
+ARGUMENTS = {"text": "Release 0.2 ships on Friday; tell the #release channel."}
+
+
+def around(*windows: Window, margin: int = MARGIN) -> tuple[int, int, int, int]:
+    """The box holding the windows, with a margin, kept on the 1280x800 screen."""
+    left = max(0, min(w.x for w in windows) - margin)
+    top = max(0, min(w.y for w in windows) - margin)
+    right = min(1280, max(w.x + w.width for w in windows) + margin)
+    bottom = min(800, max(w.y + w.height for w in windows) + margin)
+    return left, top, right - left, bottom - top
+
+
+with tempfile.TemporaryDirectory(prefix="signoff-screens-") as scratch:
+    tmp = Path(scratch)
+    home = tmp / "home"
+    home.mkdir(mode=0o700)
+    os.environ["SIGNOFF_HOME"] = str(home)
+    rig = Rig(home)
+    demo_server(rig, tmp / "notes.txt")
+    with Desktop(tmp / "desktop") as desktop:
+        desktop.start(window_manager=True, expire=6)  # the notification leaves room later
+        backdrop = tmp / "backdrop.png"
+        subprocess.run(["convert", "-size", "1280x800", "gradient:#4f6d8a-#23364a",
+                        str(backdrop)], check=True, timeout=60)
+        # display sets the root window's background, then exits 1 all the same.
+        desktop.run("display", "-window", "root", str(backdrop), check=False, timeout=60)
+        start_app(desktop, home)
+
+        # A real call through the proxy, held briefly: it stays pending for the operator.
+        call = Call(rig, ARGUMENTS, hold=0.5)
+        try:
+            assert "pending" in call.result(60)
+        finally:
+            call.close()
+        [waiting] = rig.pending()
+
+        def drawn() -> Window | None:
+            shown = desktop.notifications()
+            ok = len(shown) == 1 and len(find_buttons(desktop.image(), shown[0])) == 2
+            return shown[0] if ok else None
+
+        notification = wait_for(drawn, "the notification with Approve / Reject")
+        desktop.screenshot(out / "notification.png", around(notification))
+
+        icon = desktop.tray_icon()
+        panel = desktop.tray_panel()
+        assert icon is not None and panel is not None
+        desktop.click(*icon.centre, button=3)
+        [menu] = wait_for(desktop.popups, "the tray icon's menu")
+        desktop.screenshot(out / "tray-menu.png", around(menu, panel))
+        desktop.keys("Escape")
+        wait_for(lambda: not desktop.popups(), "the menu closing")
+
+        # A second start hands over to the running app, which opens the first pending dialog
+        # (the notification stays on the screen until acted on; the shot is cropped to the
+        # dialog).
+        second = subprocess.run([str(SIGNOFF)], env=app_env(desktop, home), capture_output=True,
+                                text=True, timeout=60, check=False)
+        assert "already running" in second.stdout, (second.stdout, second.stderr)
+        title = f"Signoff: {waiting['server']}/{waiting['tool']} asks for approval"
+        dialog = wait_for(lambda: desktop.window_named(title), f"the dialog {title!r}")
+        frame = wait_for(lambda: desktop.toplevel(dialog), "the dialog's frame")
+        desktop.screenshot(out / "approval-dialog.png", around(frame))
+
+for name in ("notification.png", "tray-menu.png", "approval-dialog.png"):
+    print(out / name)
+PY
