@@ -1,6 +1,6 @@
 """Start at login. Linux: an XDG autostart entry in ``$XDG_CONFIG_HOME/autostart``.
-macOS: a LaunchAgent (``~/Library/LaunchAgents/dev.signoff.plist``) or the app's Login Items
-entry; Windows: a shortcut in the Startup folder; both described in packaging/README.md."""
+macOS (a login item or a LaunchAgent) and Windows (a shortcut in the Startup folder) are
+described in packaging/README.md."""
 
 from __future__ import annotations
 
