@@ -423,7 +423,11 @@ class Proxy:
             upstream = await self._restart(server, tool)
         try:
             result = await upstream.call_tool(tool, arguments, self.config.call_timeout_seconds)
-        except (UpstreamTimeout, UpstreamGone) as e:
+        except UpstreamTimeout as e:
+            # A server that stopped answering is stopped; the next call starts it again.
+            await upstream.close()
+            raise OutcomeUnknown(str(e)) from None
+        except UpstreamGone as e:
             raise OutcomeUnknown(str(e)) from None
         except UpstreamProtocolError as e:
             raise RuntimeError(f"the server refused the call: {e}") from None

@@ -108,11 +108,21 @@ class Upstream:
 
     async def list_tools(self, timeout: float) -> list[bytes]:
         """The raw response lines of ``tools/list``, following ``nextCursor``."""
+        from core.errors import ListingRefused
+        from core.proxy.pins import MAX_LISTING_BYTES
+
         pages: list[bytes] = []
         params: dict[str, Any] = {}
+        total = 0
         for _ in range(100):
             result, raw = await self.request("tools/list", params, timeout)
             pages.append(raw)
+            total += len(raw)
+            if total > MAX_LISTING_BYTES:  # stop reading at once, not after every page
+                raise ListingRefused(
+                    f"server {self.server.name}: the listing is {total} bytes, over the"
+                    f" {MAX_LISTING_BYTES} allowed"
+                )
             cursor = result.get("nextCursor")
             if not cursor:
                 return pages
