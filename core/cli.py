@@ -7,13 +7,18 @@ work (no database, unsafe permissions, a newer schema, bad usage).
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from core import paths
 from core.demo.run import register as register_demo_command
 from core.errors import ChainBroken, SignoffError
+from core.export import export_runs
 from core.heads import KeyringHeadStore
 from core.policy import PolicyDecision
 from core.proxy import config as configuration
@@ -54,6 +59,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", metavar="RUN", help="the run's id")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(func=_recheck)
+
+    p = commands.add_parser(
+        "export",
+        help="write runs and their events as JSON Lines",
+        description="Write a header line, then one JSON object a line per run (all runs, newest"
+        " first, or each --run), with its steps, approvals and events; each event carries the"
+        " hash before it, so it can be checked away from the database. Exit 0 when written, 2"
+        " when a run is unknown or the database cannot be read.",
+    )
+    p.add_argument(
+        "--run", action="append", metavar="ID", dest="runs", help="export this run (repeatable)"
+    )
+    p.add_argument("--out", metavar="FILE", help="write to FILE (created 0600), not stdout")
+    p.set_defaults(func=_export, json=False)
 
     register_proxy_commands(commands)
     register_demo_command(commands)
@@ -153,6 +172,39 @@ def _recheck(args: argparse.Namespace) -> int:
         for d in result.differences:
             print(f"run {d.run_id} step {d.step}: then {_describe(d.then)}, now {_describe(d.now)}")
     return EXIT_FAILED if differences else EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    try:
+        with Store.open(paths.database_path(), create=False, readonly=True) as store:
+            if args.out is None:
+                if isinstance(sys.stdout, io.TextIOWrapper):
+                    sys.stdout.reconfigure(encoding="utf-8", newline="\n")
+                export_runs(store, sys.stdout, args.runs)
+            else:
+                _export_to_file(store, Path(args.out), args.runs)
+    except (SignoffError, OSError) as e:
+        _say(
+            args,
+            {"ok": False, "error": type(e).__name__, "message": str(e)},
+            f"cannot export: {e} [{type(e).__name__}]",
+        )
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _export_to_file(store: Store, out: Path, runs: Sequence[str] | None) -> None:
+    """Write beside ``out`` (0600) and move it into place: no partial or readable export."""
+    fd, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            export_runs(store, f, runs)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, out)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _describe(decision: PolicyDecision) -> str:
