@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from app import autostart
 from app.dialog import ApprovalDialog
+from app.history import HistoryWindow
 from app.model import AppModel, Pending
 from app.notifier import Notifier
 from app.watcher import Watcher
@@ -72,6 +73,7 @@ class TrayApp(QObject):
         self.notifier.approve.connect(lambda i: self.decide(i, "approve", "from the notification"))
         self.notifier.reject.connect(lambda i: self.decide(i, "reject", "from the notification"))
         self.dialogs: dict[str, ApprovalDialog] = {}
+        self.history: HistoryWindow | None = None
         self.watcher = Watcher(store.path, self)
         self.watcher.changed.connect(self.refresh)
         self._sweeper = QTimer(self)
@@ -99,6 +101,8 @@ class TrayApp(QObject):
         fresh = self.model.refresh()
         for p in fresh:
             self.notifier.notify(p)
+        if self.history is not None and self.history.isVisible():
+            self.history.refresh()
         if self.model.witness.alarm and self._alarmed != self.model.witness.alarm:
             self._alarmed = self.model.witness.alarm
             self.tray.showMessage("Signoff: the record does not verify", self.model.witness.alarm,
@@ -131,6 +135,17 @@ class TrayApp(QObject):
         dialog.raise_()
         dialog.activateWindow()
         return dialog
+
+    def open_history(self) -> HistoryWindow:
+        if self.history is None:
+            from core import paths
+
+            self.history = HistoryWindow(self.store, self.witness.heads, paths.config_path())
+            self.history.open_approval.connect(self.open_dialog)
+        self.history.show()
+        self.history.raise_()
+        self.history.activateWindow()
+        return self.history
 
     def decide(self, approval_id: str, decision: str, reason: str = "") -> bool:
         pending = next((p for p in self.model.pending if p.id == approval_id), None)
@@ -178,10 +193,11 @@ class TrayApp(QObject):
             action = menu.addAction(f"{p.title} ({p.side_effect or '?'}) {p.fingerprint}")
             action.triggered.connect(lambda _=False, i=p.id: self.open_dialog(i))
         menu.addSeparator()
-        for label in ("History…", "Settings…"):
-            action = menu.addAction(label)
-            action.setEnabled(False)
-            action.setToolTip("Coming in the next releases")
+        history = menu.addAction("History…")
+        history.triggered.connect(self.open_history)
+        settings = menu.addAction("Settings…")
+        settings.setEnabled(False)
+        settings.setToolTip("Coming in the next releases")
         chain = menu.addAction(
             f"Chain: verified to event {witness.head.seq if witness.head else 0}, {anchor}"
         )
