@@ -67,6 +67,16 @@ EVENTS_SHOWN = 1_000  # events of one run listed in the detail pane
 OUTCOMES = ("completed", "failed", "denied", "pending", "rejected", "expired", "interrupted",
             "running")  # fmt: skip
 COLUMNS = ("Time", "Server", "Tool", "Class", "Outcome", "Decided by", "Duration")
+# What each sortable column sorts by, in SQL (NULLs as "" so the keyset comparison holds).
+# "Decided by" is worked out per page in Python and is not sortable.
+SORT_KEYS = {
+    0: "v.created_at",
+    1: "COALESCE(v.server, '')",
+    2: "COALESCE(v.tool, '')",
+    3: "COALESCE(v.class, '')",
+    4: "v.outcome",
+    6: "(julianday(v.updated_at) - julianday(v.created_at))",
+}
 
 _LAST_STEP = "SELECT {what} FROM steps s WHERE s.run_id = r.id{extra} ORDER BY s.idx DESC LIMIT 1"
 _TOOL = (
@@ -169,27 +179,38 @@ class RunRow:
 class _Page:
     rows: list[RunRow] = field(default_factory=list)
     exhausted: bool = False
+    last: tuple[Any, int] | None = None  # the last row's (sort key, rowid): where to go on
 
 
 def read_runs(
-    store: Store, filters: Filters, limit: int, after: tuple[str, int] | None = None
+    store: Store,
+    filters: Filters,
+    limit: int,
+    after: tuple[Any, int] | None = None,
+    *,
+    sort: int = 0,
+    descending: bool = True,
 ) -> _Page:
-    """Up to ``limit`` runs, newest first, strictly after the ``(created_at, rowid)`` key."""
+    """Up to ``limit`` runs in the order of column ``sort`` (newest first by default),
+    strictly after the ``(sort key, rowid)`` of the last row already read."""
+    key = SORT_KEYS[sort]
+    direction, beyond = ("DESC", "<") if descending else ("ASC", ">")
     clauses, params = filters.where()
     if after is not None:
-        clauses.append("(v.created_at < ? OR (v.created_at = ? AND v.rid < ?))")
+        clauses.append(f"({key} {beyond} ? OR ({key} = ? AND v.rid {beyond} ?))")
         params += [after[0], after[0], after[1]]
+    order = f" ORDER BY {key} {direction}, v.rid {direction}"
     # First the page's keys (only the columns filtered on are computed), then its rows.
-    sql = _SELECT.replace("SELECT * FROM", "SELECT v.rid FROM", 1)
+    sql = _SELECT.replace("SELECT * FROM", f"SELECT v.rid, {key} FROM", 1)
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)
-    sql += " ORDER BY v.created_at DESC, v.rid DESC LIMIT ?"
+    sql += order + " LIMIT ?"
     params.append(limit)
     with store.snapshot() as conn:
-        keys = [r[0] for r in conn.execute(sql, params)]
+        found = conn.execute(sql, params).fetchall()
+        keys = [r[0] for r in found]
         raw = conn.execute(
-            _SELECT + " WHERE v.rid IN (SELECT value FROM json_each(?))"  # noqa: S608
-            " ORDER BY v.created_at DESC, v.rid DESC",
+            _SELECT + " WHERE v.rid IN (SELECT value FROM json_each(?))" + order,  # noqa: S608
             (canonical.dumps_text(keys),),
         ).fetchall()
         rows = [RunRow(*r) for r in raw]
@@ -213,7 +234,8 @@ def read_runs(
                     row.decided = f"{by}: {reason}" if reason else str(by)
                 elif status == "expired":
                     row.decided = "nobody (expired)"
-    return _Page(rows, exhausted=len(keys) < limit)
+    last = (found[-1][1], found[-1][0]) if found else None
+    return _Page(rows, exhausted=len(keys) < limit, last=last)
 
 
 def _duration(row: RunRow) -> str:
@@ -249,6 +271,16 @@ class RunsModel(QAbstractTableModel):
         self.filters = Filters()
         self.rows: list[RunRow] = []
         self._exhausted = False
+        self._last: tuple[Any, int] | None = None
+        self.sort_column, self.descending = 0, True
+        self.reload()
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sort in SQL, keeping the paging (columns without a SQL key keep the order)."""
+        if column not in SORT_KEYS:
+            return
+        self.sort_column = column
+        self.descending = order == Qt.SortOrder.DescendingOrder
         self.reload()
 
     def set_filters(self, filters: Filters) -> None:
@@ -259,8 +291,9 @@ class RunsModel(QAbstractTableModel):
         """Read again from the newest, as many rows as ``keep`` (at least a page)."""
         limit = max(self.page, keep)
         self.beginResetModel()
-        page = read_runs(self.store, self.filters, limit)
-        self.rows, self._exhausted = page.rows, page.exhausted
+        page = read_runs(self.store, self.filters, limit, sort=self.sort_column,
+                         descending=self.descending)  # fmt: skip
+        self.rows, self._exhausted, self._last = page.rows, page.exhausted, page.last
         self.endResetModel()
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
@@ -275,10 +308,11 @@ class RunsModel(QAbstractTableModel):
     def fetchMore(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> None:  # noqa: B008
         if parent.isValid() or self._exhausted:
             return
-        last = self.rows[-1] if self.rows else None
-        after = None if last is None else (last.created_at, last.rowid)
-        page = read_runs(self.store, self.filters, self.page, after)
+        page = read_runs(self.store, self.filters, self.page, self._last,
+                         sort=self.sort_column, descending=self.descending)  # fmt: skip
         self._exhausted = page.exhausted
+        if page.last is not None:
+            self._last = page.last
         if page.rows:
             start = len(self.rows)
             self.beginInsertRows(QModelIndex(), start, start + len(page.rows) - 1)
@@ -512,6 +546,9 @@ class HistoryWindow(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
+        # Newest first, then whatever column header the operator clicks (sorted in SQL).
+        self.table.horizontalHeader().setSortIndicator(0, Qt.SortOrder.DescendingOrder)
+        self.table.setSortingEnabled(True)
         self.table.doubleClicked.connect(self._double_clicked)
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.model.modelReset.connect(self._model_reset)

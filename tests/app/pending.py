@@ -23,7 +23,7 @@ TOOLS = [
 
 def make_pending(store: Store, tool: str = "push", arguments: dict | None = None,
                  run_id: str = "r1") -> ApprovalView:  # fmt: skip
-    gate = make_gate(store, TOOLS)
+    gate = make_gate(store, TOOLS, new_id=lambda: f"ap-{run_id}")
     session = gate.begin(run_id, "goal", call=CallLabel("srv", tool, "k" * 64))
     step = session.step()
     verdict = step.propose(Decision.tool_call(tool, arguments or {"n": 7}))

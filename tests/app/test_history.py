@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QDateTime
+from PySide6.QtCore import QDateTime, Qt
 from PySide6.QtWidgets import QApplication, QComboBox
 
 from app.history import PAGE, HistoryWindow
@@ -130,6 +130,30 @@ def test_runs_are_read_a_page_at_a_time_newest_first(store: Store, home: Path, q
     assert [r.id for r in model.rows] == [f"run-{n}" for n in range(600, 0, -1)]
 
 
+def test_sorting_by_a_column_is_done_in_sql_and_pages_on(store: Store, home: Path, qtbot) -> None:
+    """Sorted by tool, ascending, across pages: every run once, in the store's own order."""
+    record_runs(store, 450, steps=0)
+    for n in range(3):
+        make_pending(store, tool=["write", "push", "delete"][n], run_id=f"p{n}")
+    window = open_window(store, home, qtbot)
+    model = window.model
+    window.table.sortByColumn(2, Qt.SortOrder.AscendingOrder)
+    while model.canFetchMore():
+        model.fetchMore()
+    got = [r.id for r in model.rows]
+    expected = [
+        row[0]
+        for row in store._conn.execute(
+            "SELECT r.id FROM runs r LEFT JOIN steps s ON s.run_id = r.id AND s.idx = 0"
+            " ORDER BY COALESCE(r.tool, s.tool_name, ''), r.rowid"
+        )
+    ]
+    assert len(got) == len(set(got)) == 453
+    assert got == expected
+    window.table.sortByColumn(0, Qt.SortOrder.DescendingOrder)
+    assert model.rows[0].id == "run-450"  # the builders run later than the pending ones
+
+
 def test_selecting_a_run_shows_its_exact_arguments_and_request_hash(
     store: Store, home: Path, qtbot
 ) -> None:
@@ -144,7 +168,9 @@ def test_selecting_a_run_shows_its_exact_arguments_and_request_hash(
     assert window.request_view.toPlainText() == arguments
     assert request_hash in window.hash_label.text()
     detail = window.detail.toPlainText()
-    assert "step.policy" in detail and "ap-1" in detail
+    assert (
+        "step.policy" in detail and "ap-r1" in detail
+    )  # the approval's id (tests.app.pending names it after the run)
     assert "the rule for remote_mutation: approve" in detail
     window.copy_request.click()
     assert QApplication.clipboard().text() == arguments

@@ -95,7 +95,7 @@ def make_gate(
             tools=tools,
             policy=policy or DefaultPolicy(),
             clock=clock or FakeClock(),
-            new_id=approval_ids(),
+            new_id=config.pop("new_id", None) or approval_ids(),
             **config,
         )
     )
