@@ -46,6 +46,7 @@ def waited(created_at: str, now: datetime | None = None) -> str:
 
 class ApprovalDialog(QDialog):
     decided = Signal(str, str, str)  # approval id, "approve" or "reject", reason
+    details = Signal(str)  # run id: show it in the history window
 
     def __init__(self, pending: Pending, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -94,6 +95,10 @@ class ApprovalDialog(QDialog):
         layout.addWidget(self.reason)
 
         buttons = QHBoxLayout()
+        self.history_button = QPushButton("Details in history…")
+        self.history_button.setAutoDefault(False)
+        self.history_button.clicked.connect(lambda: self.details.emit(pending.run_id))
+        buttons.addWidget(self.history_button)
         buttons.addStretch(1)
         self.reject_button = QPushButton("Reject")
         self.approve_button = QPushButton("Approve")

@@ -126,6 +126,7 @@ class TrayApp(QObject):
         if dialog is None:
             dialog = ApprovalDialog(pending)
             dialog.decided.connect(self.decide)
+            dialog.details.connect(self.show_in_history)
             # Qt deletes the closed dialog; only then is it forgotten here (dropping the last
             # Python reference inside its own finished signal would delete it mid-emission).
             dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -146,6 +147,10 @@ class TrayApp(QObject):
         self.history.raise_()
         self.history.activateWindow()
         return self.history
+
+    def show_in_history(self, run_id: str) -> None:
+        """The history window, with this run's details (from a notification's dialog)."""
+        self.open_history().show_run(run_id)
 
     def decide(self, approval_id: str, decision: str, reason: str = "") -> bool:
         pending = next((p for p in self.model.pending if p.id == approval_id), None)

@@ -96,3 +96,14 @@ def test_without_a_keyring_the_menu_says_not_anchored(store: Store, home: Path, 
     assert any("not anchored" in t for t in _texts(app))
     assert app.model.state == "idle"
     app.stop()
+
+
+def test_the_dialog_leads_to_the_run_in_the_history(store: Store, tray: TrayApp, qtbot) -> None:
+    approval = make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    dialog = tray.open_dialog(approval.id)
+    assert dialog is not None
+    dialog.history_button.click()
+    assert tray.history is not None and tray.history.selected_run_id == approval.run_id
+    tray.history.close()
+    dialog.close()
