@@ -16,9 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from core import canonical
+from core.records import PendingRequest, pending_requests
 from core.store import Store
 from core.witness import WitnessState
 
@@ -26,18 +25,8 @@ NEEDS_THE_DIALOG_KINDS = frozenset({"interrupted_side_effect", "duplicate"})
 
 
 @dataclass(frozen=True)
-class Pending:
-    id: str
-    run_id: str
-    server: str | None
-    tool: str | None
-    arguments: str  # canonical JSON text
-    request_hash: str
-    kind: str
-    side_effect: str | None
-    created_at: str
-    reason: str
-    description: str
+class Pending(PendingRequest):
+    """A pending request as the app shows it."""
 
     @property
     def fingerprint(self) -> str:
@@ -60,35 +49,7 @@ class Pending:
 
 def read_pending(store: Store) -> list[Pending]:
     with store.snapshot() as conn:
-        rows = conn.execute(
-            "SELECT a.id, a.run_id, r.server, COALESCE(r.tool, s.tool_name), s.arguments,"
-            " a.request_hash, a.kind, t.spec, a.created_at, COALESCE(a.policy_reason, '')"
-            " FROM approvals a JOIN runs r ON r.id = a.run_id"
-            " JOIN steps s ON s.run_id = a.run_id AND s.idx = a.step_idx"
-            " LEFT JOIN tool_specs t ON t.hash = s.tool_spec_hash"
-            " WHERE a.status = 'pending' AND r.status = 'WAITING_FOR_APPROVAL'"
-            " ORDER BY a.created_at, a.rowid"
-        ).fetchall()
-    pending = []
-    for row in rows:
-        spec: Any = canonical.loads(row[7]) if row[7] else {}
-        spec = spec if isinstance(spec, dict) else {}
-        pending.append(
-            Pending(
-                id=row[0],
-                run_id=row[1],
-                server=row[2],
-                tool=row[3],
-                arguments=row[4] or "{}",
-                request_hash=row[5],
-                kind=row[6],
-                side_effect=spec.get("side_effect"),
-                created_at=row[8],
-                reason=row[9],
-                description=str(spec.get("description", "")),
-            )
-        )
-    return pending
+        return [Pending(**vars(p)) for p in pending_requests(conn)]
 
 
 class AppModel:

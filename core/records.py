@@ -135,3 +135,55 @@ def pending_approvals(conn: sqlite3.Connection) -> tuple[ApprovalView, ...]:
         " ORDER BY created_at, rowid"
     ).fetchall()
     return tuple(ApprovalView(*row) for row in rows)
+
+
+@dataclass(frozen=True)
+class PendingRequest:
+    """A request waiting for the operator, with what is needed to show and decide it."""
+
+    id: str
+    run_id: str
+    server: str | None
+    tool: str | None
+    arguments: str  # canonical JSON text
+    request_hash: str
+    kind: str
+    side_effect: str | None
+    created_at: str
+    reason: str
+    description: str
+
+
+def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
+    """Every pending approval of a waiting run, oldest first (the CLI, the proxy's status tool
+    and the tray app all read them here)."""
+    rows = conn.execute(
+        "SELECT a.id, a.run_id, r.server, COALESCE(r.tool, s.tool_name), s.arguments,"
+        " a.request_hash, a.kind, t.spec, a.created_at, COALESCE(a.policy_reason, '')"
+        " FROM approvals a JOIN runs r ON r.id = a.run_id"
+        " JOIN steps s ON s.run_id = a.run_id AND s.idx = a.step_idx"
+        " LEFT JOIN tool_specs t ON t.hash = s.tool_spec_hash"
+        " WHERE a.status = 'pending' AND r.status = 'WAITING_FOR_APPROVAL'"
+        " ORDER BY a.created_at, a.rowid"
+    ).fetchall()
+    found = []
+    for row in rows:
+        spec = canonical.loads(row[7]) if row[7] else {}
+        spec = spec if isinstance(spec, dict) else {}
+        side_effect = spec.get("side_effect")
+        found.append(
+            PendingRequest(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4] or "{}",
+                row[5],
+                row[6],
+                side_effect if isinstance(side_effect, str) else None,
+                row[8],
+                row[9],
+                str(spec.get("description", "")),
+            )
+        )
+    return found

@@ -19,7 +19,7 @@ from core.proxy import wake
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.proxy.pins import evaluate
 from core.proxy.server import START_TIMEOUT, serve
-from core.records import read_approval
+from core.records import pending_requests, read_approval
 from core.store import Store
 from core.tools import SideEffect
 
@@ -241,21 +241,12 @@ def proxy(args: argparse.Namespace) -> int:
 
 def pending(args: argparse.Namespace) -> int:
     with Store.open(paths.database_path()) as store, store.snapshot() as conn:
-        rows = conn.execute(
-            "SELECT a.id, a.run_id, r.server, r.tool, s.arguments, a.request_hash, a.kind,"
-            " t.spec, a.created_at, a.policy_reason FROM approvals a"
-            " JOIN runs r ON r.id = a.run_id"
-            " JOIN steps s ON s.run_id = a.run_id AND s.idx = a.step_idx"
-            " LEFT JOIN tool_specs t ON t.hash = s.tool_spec_hash"
-            " WHERE a.status = 'pending' ORDER BY a.created_at"
-        ).fetchall()
-    for approval_id, run_id, server, tool, arguments, digest, kind, spec, created, reason in rows:
-        spec_value = loads(spec) if spec else {}
-        side_effect = spec_value.get("side_effect") if isinstance(spec_value, dict) else None
+        waiting = pending_requests(conn)
+    for p in waiting:
         print(json.dumps({
-            "id": approval_id, "run_id": run_id, "server": server, "tool": tool,
-            "arguments": loads(arguments) if arguments else None, "hash": digest, "kind": kind,
-            "class": side_effect, "created_at": created, "reason": reason,
+            "id": p.id, "run_id": p.run_id, "server": p.server, "tool": p.tool,
+            "arguments": loads(p.arguments), "hash": p.request_hash, "kind": p.kind,
+            "class": p.side_effect, "created_at": p.created_at, "reason": p.reason,
         }, ensure_ascii=False))  # fmt: skip
     return EXIT_OK
 

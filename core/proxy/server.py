@@ -57,6 +57,7 @@ from core.proxy import wake
 from core.proxy.config import Config, ServerConfig
 from core.proxy.pins import Listing, ToolState, evaluate, read_listing
 from core.proxy.upstream import Upstream
+from core.records import pending_requests
 from core.store import Store, format_time
 from core.tools import SideEffect, Tool
 from core.transitions import CallLabel, collect
@@ -393,21 +394,14 @@ class Proxy:
 
     def status(self) -> str:
         with self.store.snapshot() as conn:
-            rows = [
-                row
-                for row in conn.execute(
-                    "SELECT a.id, r.server, r.tool, s.arguments, a.kind, a.created_at"
-                    " FROM approvals a JOIN runs r ON r.id = a.run_id"
-                    " JOIN steps s ON s.run_id = a.run_id AND s.idx = a.step_idx"
-                    " WHERE a.status = 'pending' ORDER BY a.created_at"
-                ).fetchall()
-                if row[1] in self.names
-            ]
-        if not rows:
+            waiting = [p for p in pending_requests(conn) if p.server in self.names]
+        if not waiting:
             return "Nothing waits for the operator."
-        lines = [f"{len(rows)} request(s) wait for the operator's decision:"]
-        for approval_id, server, tool, arguments, kind, created in rows:
-            lines.append(f"- {approval_id}: {server}/{tool} {arguments} ({kind}), since {created}")
+        lines = [f"{len(waiting)} request(s) wait for the operator's decision:"]
+        for p in waiting:
+            lines.append(
+                f"- {p.id}: {p.server}/{p.tool} {p.arguments} ({p.kind}), since {p.created_at}"
+            )
         lines.append("When one is approved, call the tool again with the same arguments.")
         return "\n".join(lines)
 
