@@ -23,18 +23,16 @@ call with ``LeaseLost``; after ``close()`` or a failed call, with ``SessionClose
 
 from __future__ import annotations
 
-import enum
 import inspect
 import secrets
-import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from core import approvals, canonical, transitions
+from core import approvals, canonical, takeover, transitions
 from core.canonical import JSONValue
 from core.decisions import Decision, Kind
 from core.errors import (
@@ -50,9 +48,9 @@ from core.errors import (
     SessionClosed,
     UnknownRun,
 )
-from core.lease import Holding, LeaseKeeper, is_live
+from core.lease import Holding, LeaseKeeper
 from core.limits import Finished, Limits, exceeded
-from core.policy import DefaultPolicy, Outcome, Policy, PolicyDecision, PolicyRequest, identity_of
+from core.policy import Outcome, PolicyDecision, PolicyRequest, identity_of
 from core.records import (
     ApprovalView,
     RunView,
@@ -62,106 +60,34 @@ from core.records import (
     read_step,
     read_steps,
 )
-from core.store import Store, Transaction, format_time
-from core.tools import CompiledTool, SideEffect, Tool
+from core.store import Transaction, format_time
+from core.tools import CompiledTool, SideEffect
+from core.verdicts import (  # the gate's vocabulary, re-exported from here
+    INTERRUPTED_REASON,
+    OPERATOR_KINDS,
+    GateConfig,
+    Observation,
+    Reconciled,
+    Request,
+    StepInput,
+    Verdict,
+    VerdictOutcome,
+)
 
-# Grants of these kinds are the operator's word on this exact request, whatever class the
-# policy would now ask an approval for (it still may deny or abort).
-OPERATOR_KINDS = frozenset({"interrupted_side_effect", "duplicate"})
-
-
-def _new_approval_id() -> str:
-    return f"ap-{secrets.token_hex(6)}"
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class Reconciled:
-    """A reconcile hook's answer: ``done`` (with the call's result), ``not_done``, ``unknown``."""
-
-    answer: str
-    result: JSONValue = None
-
-    @classmethod
-    def done(cls, result: JSONValue = None) -> Reconciled:
-        return cls("done", result)
-
-    @classmethod
-    def not_done(cls) -> Reconciled:
-        return cls("not_done")
-
-    @classmethod
-    def unknown(cls) -> Reconciled:
-        return cls("unknown")
-
-
-@dataclass(frozen=True)
-class GateConfig:
-    store: Store
-    tools: Sequence[Tool]
-    policy: Policy = field(default_factory=DefaultPolicy)
-    clock: Callable[[], datetime] = _utc_now  # run times; lease times never come from it
-    new_id: Callable[[], str] = _new_approval_id
-    owner: str = "signoff"  # the lease owner's name; each gate adds a random suffix
-    lease_ttl: float = 30.0
-    wall_clock: Callable[[], float] = time.time  # lease expiry only
-    # Asked, on takeover, about a step found executing a tool that is not read-only and not
-    # idempotent: did the call take effect? Without it, such a step waits for the operator.
-    reconcile: Callable[[Request], Reconciled] | None = None
-
-
-class VerdictOutcome(enum.StrEnum):
-    ALLOWED = "allowed"  # the request may run; execute runs exactly it
-    DENIED = "denied"  # a failure observation; the session goes on with the next step
-    PENDING = "pending"  # the run waits on a hash-bound approval; the session is over
-    ENDED = "ended"  # the run is terminal
-
-
-@dataclass(frozen=True)
-class Request:
-    """A copy of the request a verdict is about: changing it changes nothing about what runs."""
-
-    run_id: str
-    step: int
-    tool: str
-    spec_hash: str
-    side_effect: SideEffect
-    arguments: str  # canonical JSON text
-    request_hash: str  # SHA-256 over the call: tool spec, tool, arguments (approvals.call_hash)
-
-    def args(self) -> JSONValue:
-        return canonical.loads(self.arguments)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    outcome: VerdictOutcome
-    run: RunView
-    request: Request | None = None
-    approval: ApprovalView | None = None
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class Observation:
-    ok: bool
-    result: str | None  # canonical JSON text of what the tool returned
-    error: str | None
-    summary: str
-    # Set when the call's outcome is unknown and the run now waits for the operator.
-    approval: ApprovalView | None = None
-
-
-@dataclass(frozen=True)
-class StepInput:
-    """What an agent deciding at this point is handed: copies of the run and its steps."""
-
-    run: RunView
-    steps: tuple[StepView, ...]
-    step: int | None  # the open step's index, if one is open
+__all__ = [
+    "INTERRUPTED_REASON",
+    "OPERATOR_KINDS",
+    "Gate",
+    "GateConfig",
+    "Observation",
+    "OpenStep",
+    "Reconciled",
+    "Request",
+    "Session",
+    "StepInput",
+    "Verdict",
+    "VerdictOutcome",
+]
 
 
 class Gate:
@@ -232,103 +158,7 @@ class Gate:
         return Session(self, run_id)
 
     def _take_over(self, run: RunView) -> Verdict | None:
-        """Take over a run whose lease expired, settling the steps its last owner left open.
-
-        A deciding step is marked interrupted. An executing step of a read-only or idempotent
-        tool is marked interrupted and the run goes on. Any other executing step started a side
-        effect whose outcome is unknown: the reconcile hook is asked, or (without one, or when
-        it does not know) the run pauses on an ``interrupted_side_effect`` approval of that
-        step's recorded request. A step whose tool is gone, changed, or whose arguments no
-        longer pass its schema fails the run as ``reconcile_conflict``. Returns the verdict
-        when the run paused or ended, None when the session goes on.
-        """
-        if is_live(run.lease_owner, run.lease_expires_at, self.config.wall_clock()):
-            raise RunLeased(f"run {run.id} is leased to {run.lease_owner}, live")
-        with self.store.snapshot() as conn:
-            open_steps = [s for s in read_steps(conn, run.id) if s.status in _OPEN_STEPS]
-        # Ask the hook before taking the write lock: it may do I/O of its own.
-        plans = [(step, self._settle(step)) for step in open_steps]
-        at = self._now_text()
-        verdict: tuple[VerdictOutcome, ApprovalView | None, str] | None = None
-        with self.store.transaction() as tx:
-            current = read_run(tx.conn, run.id)
-            if current is None or (current.lease_owner, current.lease_expires_at) != (
-                run.lease_owner,
-                run.lease_expires_at,
-            ):
-                raise RunLeased(f"run {run.id} was taken by another session meanwhile")
-            transitions.take_over(tx, run, owner=self.owner, expires=self._lease_expiry(), at=at)
-            for step, (action, detail) in plans:
-                if detail is not None and "answer" in detail:
-                    transitions.record_reconciled(tx, run.id, step.index, answer=detail, at=at)
-                if action == "interrupt":
-                    transitions.interrupt_step(tx, run.id, step.index, at=at)
-                elif action == "done":
-                    transitions.finish_step(
-                        tx, run.id, step.index, status="done", active_seconds=0.0, at=at,
-                        observation={"ok": True, "result": detail["result"], "reconciled": True},
-                    )  # fmt: skip
-                elif action == "conflict":
-                    transitions.finish_step(
-                        tx, run.id, step.index, status="failed", active_seconds=0.0, at=at,
-                        observation={"error": "reconcile_conflict", "detail": detail["why"]},
-                    )  # fmt: skip
-                    transitions.end_run(
-                        tx, run.id, status="FAILED", reason="reconcile_conflict", at=at
-                    )
-                    verdict = (VerdictOutcome.ENDED, None, "reconcile_conflict")
-                else:  # pause
-                    request = approvals.step_request(step, "interrupted_side_effect")
-                    approval = ApprovalView(
-                        self.config.new_id(), run.id, step.index, "interrupted_side_effect",
-                        canonical.dumps_text(request), approvals.request_hash(request),
-                        "pending", INTERRUPTED_REASON, at, None, None, None,
-                    )  # fmt: skip
-                    transitions.request_approval(
-                        tx, run.id, step.index, approval_id=approval.id, kind=approval.kind,
-                        request=approval.request, request_hash=approval.request_hash,
-                        reason=INTERRUPTED_REASON, active_seconds=0.0, at=at,
-                    )  # fmt: skip
-                    verdict = (VerdictOutcome.PENDING, approval, INTERRUPTED_REASON)
-            final = read_run(tx.conn, run.id)
-        if verdict is None or final is None:
-            return None
-        outcome, waiting_on, reason = verdict
-        return Verdict(outcome, final, None, waiting_on, reason)
-
-    def _settle(self, step: StepView) -> tuple[str, Any]:
-        """What a takeover does with a step left open: (action, what to record)."""
-        if step.status == "deciding":
-            return "interrupt", None
-        spec = self._recorded_spec(step)
-        if spec.get("side_effect") == SideEffect.READ_ONLY.value or spec.get("idempotent"):
-            return "interrupt", None
-        tool = self.tools.get(step.tool or "")
-        arguments = canonical.loads(step.arguments or "null")
-        if tool is None or tool.spec_hash != step.tool_spec_hash:
-            return "conflict", {"why": f"tool {step.tool} is gone or changed since it started"}
-        errors = tool.schema_errors(arguments)
-        if errors:
-            return "conflict", {
-                "why": "the arguments no longer pass the schema: " + "; ".join(errors)
-            }
-        hook = self.config.reconcile
-        if hook is None:
-            return "pause", None
-        answer = hook(_copy_request(step, tool))
-        if answer.answer == "done":
-            return "done", {"answer": "done", "result": answer.result}
-        if answer.answer == "not_done":
-            return "interrupt", {"answer": "not_done", "result": None}
-        return "pause", {"answer": "unknown", "result": None}
-
-    def _recorded_spec(self, step: StepView) -> dict[str, Any]:
-        with self.store.snapshot() as conn:
-            row = conn.execute(
-                "SELECT spec FROM tool_specs WHERE hash = ?", (step.tool_spec_hash,)
-            ).fetchone()
-        spec = canonical.loads(row[0]) if row is not None else None
-        return spec if isinstance(spec, dict) else {}
+        return takeover.take_over(self, run)
 
     # --- helpers ------------------------------------------------------------------------
 
@@ -361,18 +191,6 @@ class Gate:
         if not isinstance(decision, PolicyDecision):
             raise GateError(f"the policy answered {decision!r}, not a PolicyDecision")
         return decision, identity_of(self.config.policy)
-
-
-_OPEN_STEPS = frozenset({"deciding", "executing"})
-INTERRUPTED_REASON = "started, outcome unknown"
-
-
-def _copy_request(step: StepView, tool: CompiledTool) -> Request:
-    side_effect = tool.tool.side_effect or SideEffect.DESTRUCTIVE
-    return Request(
-        step.run_id, step.index, tool.name, tool.spec_hash, side_effect,
-        step.arguments or "null", step.request_hash or "",
-    )  # fmt: skip
 
 
 _OVER_ERRORS: dict[str, type[GateError]] = {
