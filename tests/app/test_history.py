@@ -12,7 +12,8 @@ import pytest
 from PySide6.QtCore import QDateTime, Qt
 from PySide6.QtWidgets import QApplication, QComboBox
 
-from app.history import PAGE, HistoryWindow
+from app.history import HistoryWindow
+from app.history_model import PAGE
 from app.tray import TrayApp
 from core.decisions import Decision
 from core.gate import VerdictOutcome

@@ -1,0 +1,426 @@
+"""The history window's data: runs read a page at a time in SQL, and one run's details.
+
+See app/history.py and docs/decisions/0014; no widget here but the table model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+)
+from PySide6.QtWidgets import (
+    QWidget,
+)
+
+from core import canonical
+from core.errors import SignoffError
+from core.store import Store
+
+PAGE = 200  # runs read per page
+VERIFY_PER_TICK = 20_000  # events verified per timer tick
+VERIFY_PAGE = 5_000  # events per read (core/verify.py measured this size)
+RECHECK_PER_TICK = 200  # runs re-checked per timer tick
+EVENTS_SHOWN = 1_000  # events of one run listed in the detail pane
+OUTCOMES = ("completed", "failed", "denied", "pending", "rejected", "expired", "interrupted",
+            "running")  # fmt: skip
+COLUMNS = ("Time", "Server", "Tool", "Class", "Outcome", "Decided by", "Duration")
+# What each sortable column sorts by, in SQL (NULLs as "" so the keyset comparison holds).
+# "Decided by" is worked out per page in Python and is not sortable.
+SORT_KEYS = {
+    0: "v.created_at",
+    1: "COALESCE(v.server, '')",
+    2: "COALESCE(v.tool, '')",
+    3: "COALESCE(v.class, '')",
+    4: "v.outcome",
+    6: "(julianday(v.updated_at) - julianday(v.created_at))",
+}
+
+_LAST_STEP = "SELECT {what} FROM steps s WHERE s.run_id = r.id{extra} ORDER BY s.idx DESC LIMIT 1"
+_TOOL = (
+    "COALESCE(r.tool, ("
+    + _LAST_STEP.format(what="s.tool_name", extra=" AND s.tool_name IS NOT NULL")
+    + "))"
+)
+_CLASS = (
+    "(SELECT json_extract(t.spec, '$.side_effect') FROM steps s"
+    " JOIN tool_specs t ON t.hash = s.tool_spec_hash WHERE s.run_id = r.id"
+    " ORDER BY s.idx DESC LIMIT 1)"
+)
+
+
+def _step_with(status: str) -> str:
+    # ``status`` is one of this module's constants, never input.
+    return f"EXISTS (SELECT 1 FROM steps s WHERE s.run_id = r.id AND s.status = '{status}')"  # noqa: S608
+
+
+_OUTCOME = (
+    "CASE"
+    " WHEN r.status = 'WAITING_FOR_APPROVAL' THEN 'pending'"
+    " WHEN r.status = 'RUNNING' THEN 'running'"
+    " WHEN r.end_reason = 'rejected' THEN 'rejected'"
+    " WHEN r.end_reason = 'approval_expired' THEN 'expired'"
+    f" WHEN r.end_reason = 'interrupted' OR {_step_with('interrupted')} THEN 'interrupted'"
+    f" WHEN {_step_with('denied')} THEN 'denied'"
+    " WHEN r.status <> 'COMPLETED' OR ("
+    + _LAST_STEP.format(what="s.status", extra="")
+    + ") = 'failed' THEN 'failed'"
+    " ELSE 'completed' END"
+)
+_SELECT = (  # every part is a constant of this module; values are bound as parameters
+    "SELECT * FROM (SELECT r.rowid AS rid, r.id AS id, r.created_at AS created_at,"  # noqa: S608
+    " r.updated_at AS updated_at, r.status AS status, r.server AS server,"
+    f" {_TOOL} AS tool, {_CLASS} AS class, {_OUTCOME} AS outcome FROM runs r) AS v"
+)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the table is narrowed to; None (or "") is "any"."""
+
+    server: str | None = None
+    tool: str | None = None
+    side_effect: str | None = None
+    outcome: str | None = None
+    since: str | None = None  # store time text, inclusive
+    until: str | None = None  # store time text, inclusive
+    text: str = ""
+
+    def where(self) -> tuple[list[str], list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("server", self.server),
+            ("tool", self.tool),
+            ("class", self.side_effect),
+            ("outcome", self.outcome),
+        ):
+            if value:
+                clauses.append(f"v.{column} = ?")
+                params.append(value)
+        if self.since:
+            clauses.append("v.created_at >= ?")
+            params.append(self.since)
+        if self.until:
+            clauses.append("v.created_at <= ?")
+            params.append(self.until)
+        if self.text:
+            like = "%" + _escape_like(self.text) + "%"
+            clauses.append(
+                "(v.tool LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM steps s WHERE s.run_id = v.id"
+                " AND (s.arguments LIKE ? ESCAPE '\\' OR s.tool_name LIKE ? ESCAPE '\\')))"
+            )
+            params += [like, like, like]
+        return clauses, params
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+@dataclass
+class RunRow:
+    rowid: int
+    id: str
+    created_at: str
+    updated_at: str
+    status: str
+    server: str | None
+    tool: str | None
+    side_effect: str | None
+    outcome: str
+    approval_id: str | None = None  # the pending approval, when the run waits on one
+    decided: str = "policy"
+
+
+@dataclass
+class _Page:
+    rows: list[RunRow] = field(default_factory=list)
+    exhausted: bool = False
+    last: tuple[Any, int] | None = None  # the last row's (sort key, rowid): where to go on
+
+
+def read_runs(
+    store: Store,
+    filters: Filters,
+    limit: int,
+    after: tuple[Any, int] | None = None,
+    *,
+    sort: int = 0,
+    descending: bool = True,
+) -> _Page:
+    """Up to ``limit`` runs in the order of column ``sort`` (newest first by default),
+    strictly after the ``(sort key, rowid)`` of the last row already read."""
+    key = SORT_KEYS[sort]
+    direction, beyond = ("DESC", "<") if descending else ("ASC", ">")
+    clauses, params = filters.where()
+    if after is not None:
+        clauses.append(f"({key} {beyond} ? OR ({key} = ? AND v.rid {beyond} ?))")
+        params += [after[0], after[0], after[1]]
+    order = f" ORDER BY {key} {direction}, v.rid {direction}"
+    # First the page's keys (only the columns filtered on are computed), then its rows.
+    sql = _SELECT.replace("SELECT * FROM", f"SELECT v.rid, {key} FROM", 1)
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
+    sql += order + " LIMIT ?"
+    params.append(limit)
+    with store.snapshot() as conn:
+        found = conn.execute(sql, params).fetchall()
+        keys = [r[0] for r in found]
+        raw = conn.execute(
+            _SELECT + " WHERE v.rid IN (SELECT value FROM json_each(?))" + order,  # noqa: S608
+            (canonical.dumps_text(keys),),
+        ).fetchall()
+        rows = [RunRow(*r) for r in raw]
+        if rows:
+            marks = ",".join("?" * len(rows))
+            approvals = conn.execute(
+                "SELECT run_id, id, status, decided_by, decided_reason FROM approvals"  # noqa: S608
+                f" WHERE run_id IN ({marks}) ORDER BY created_at, rowid",  # marks: only ?s
+                [r.id for r in rows],
+            ).fetchall()
+            latest = {a[0]: a for a in approvals}
+            for row in rows:
+                a = latest.get(row.id)
+                if a is None:
+                    continue
+                _, approval_id, status, by, reason = a
+                if status == "pending":
+                    row.approval_id = approval_id if row.outcome == "pending" else None
+                    row.decided = "waiting for you"
+                elif by:
+                    row.decided = f"{by}: {reason}" if reason else str(by)
+                elif status == "expired":
+                    row.decided = "nobody (expired)"
+    last = (found[-1][1], found[-1][0]) if found else None
+    return _Page(rows, exhausted=len(keys) < limit, last=last)
+
+
+def _duration(row: RunRow) -> str:
+    if row.outcome in ("pending", "running"):
+        return "…"
+    try:
+        seconds = (
+            datetime.fromisoformat(row.updated_at) - datetime.fromisoformat(row.created_at)
+        ).total_seconds()
+    except ValueError:
+        return "?"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+
+
+def _local(text: str) -> str:
+    try:
+        return datetime.fromisoformat(text).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return text
+
+
+class RunsModel(QAbstractTableModel):
+    """The runs, newest first, read a page at a time as the view scrolls."""
+
+    def __init__(self, store: Store, page: int = PAGE, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.page = page
+        self.filters = Filters()
+        self.rows: list[RunRow] = []
+        self._exhausted = False
+        self._last: tuple[Any, int] | None = None
+        self.sort_column, self.descending = 0, True
+        self.reload()
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sort in SQL, keeping the paging (columns without a SQL key keep the order)."""
+        if column not in SORT_KEYS:
+            return
+        self.sort_column = column
+        self.descending = order == Qt.SortOrder.DescendingOrder
+        self.reload()
+
+    def set_filters(self, filters: Filters) -> None:
+        self.filters = filters
+        self.reload()
+
+    def reload(self, keep: int = 0) -> None:
+        """Read again from the newest, as many rows as ``keep`` (at least a page)."""
+        limit = max(self.page, keep)
+        self.beginResetModel()
+        page = read_runs(self.store, self.filters, limit, sort=self.sort_column,
+                         descending=self.descending)  # fmt: skip
+        self.rows, self._exhausted, self._last = page.rows, page.exhausted, page.last
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def canFetchMore(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> bool:  # noqa: B008
+        return not parent.isValid() and not self._exhausted
+
+    def fetchMore(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> None:  # noqa: B008
+        if parent.isValid() or self._exhausted:
+            return
+        page = read_runs(self.store, self.filters, self.page, self._last,
+                         sort=self.sort_column, descending=self.descending)  # fmt: skip
+        self._exhausted = page.exhausted
+        if page.last is not None:
+            self._last = page.last
+        if page.rows:
+            start = len(self.rows)
+            self.beginInsertRows(QModelIndex(), start, start + len(page.rows) - 1)
+            self.rows.extend(page.rows)
+            self.endInsertRows()
+
+    def data(
+        self,
+        index: QModelIndex | QPersistentModelIndex,
+        role: int = Qt.ItemDataRole.DisplayRole,
+    ) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self.rows):
+            return None
+        row = self.rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return (
+                _local(row.created_at),
+                row.server or "(library)",
+                row.tool or "?",
+                row.side_effect or "?",
+                row.outcome,
+                row.decided,
+                _duration(row),
+            )[index.column()]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"run {row.id}, created {row.created_at}"
+        if role == Qt.ItemDataRole.UserRole:
+            return row.id
+        return None
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def row_of(self, run_id: str) -> int:
+        return next((i for i, r in enumerate(self.rows) if r.id == run_id), -1)
+
+
+# --- the detail of one run ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    run_id: str
+    arguments: str  # the tool step's canonical arguments, verbatim
+    request_hash: str
+    text: str  # everything else, for reading
+
+
+def read_detail(store: Store, run_id: str) -> RunDetail | None:
+    with store.snapshot() as conn:
+        run = conn.execute(
+            "SELECT id, goal, status, end_reason, result, server, tool, created_at, updated_at"
+            " FROM runs WHERE id = ?",
+            (run_id,),
+        ).fetchone()
+        if run is None:
+            return None
+        steps = conn.execute(
+            "SELECT s.idx, s.status, s.tool_name, s.arguments, s.request_hash, s.observation,"
+            " s.started_at, s.ended_at, t.spec FROM steps s"
+            " LEFT JOIN tool_specs t ON t.hash = s.tool_spec_hash"
+            " WHERE s.run_id = ? ORDER BY s.idx",
+            (run_id,),
+        ).fetchall()
+        approvals = conn.execute(
+            "SELECT id, step_idx, kind, status, request_hash, policy_reason, created_at,"
+            " decided_by, decided_reason, decided_at FROM approvals WHERE run_id = ?"
+            " ORDER BY created_at, rowid",
+            (run_id,),
+        ).fetchall()
+        events = conn.execute(
+            "SELECT seq, step_idx, kind, at, hash, payload FROM events WHERE run_id = ?"
+            " ORDER BY seq LIMIT ?",
+            (run_id, EVENTS_SHOWN + 1),
+        ).fetchall()
+    rid, goal, status, end_reason, result, server, tool, created, updated = run
+    lines = [
+        f"Run {rid}",
+        f"  server {server or '(library)'}, tool {tool or '?'}",
+        f"  status {status}" + (f" ({end_reason})" if end_reason else ""),
+        f"  created {created}, last change {updated}",
+        f"  goal: {goal}",
+    ]
+    if result is not None:
+        lines.append(f"  result: {result}")
+    tool_step = next((s for s in reversed(steps) if s[3] is not None), None)
+    for idx, s_status, name, arguments, request_hash, observation, started, ended, spec in steps:
+        side = _spec_field(spec, "side_effect")
+        lines += [
+            "",
+            f"Step {idx}: {name or '(no tool)'} [{side or '?'}], {s_status}",
+            f"  started {started}" + (f", ended {ended}" if ended else ""),
+            f"  arguments (canonical): {arguments if arguments is not None else '-'}",
+            f"  request hash: {request_hash or '-'}",
+            f"  observation: {observation if observation is not None else '(none recorded)'}",
+        ]
+    policies = [e for e in events if e[2] == "step.policy"]
+    lines += ["", f"Policy evaluations ({len(policies)}):"]
+    for seq, step, _, at, _, payload in policies:
+        value = _loads(payload)
+        decision = value.get("decision", {}) if isinstance(value, dict) else {}
+        decision = decision if isinstance(decision, dict) else {}
+        identity = value.get("policy") if isinstance(value, dict) else None
+        lines.append(
+            f"  event {seq}, step {step}, {at}: {decision.get('outcome', '?')}"
+            + (f" ({decision.get('kind')})" if decision.get("kind") else "")
+            + f": {decision.get('reason', '')}; policy {identity or '(no identity)'}"
+        )
+        if isinstance(value, dict) and "request" in value:
+            lines.append(f"    request evaluated: {canonical.dumps_text(value['request'])}")
+    lines += ["", f"Approvals ({len(approvals)}):"]
+    for a_id, step, kind, a_status, a_hash, p_reason, a_created, by, why, at in approvals:
+        lines.append(f"  {a_id} (step {step}, {kind}): {a_status}; asked {a_created}")
+        lines.append(f"    policy's reason: {p_reason or '-'}; request hash {a_hash}")
+        if by or at:
+            lines.append(f"    decided by {by or '?'} at {at or '?'}: {why or '(no reason given)'}")
+    lines += ["", f"Events ({min(len(events), EVENTS_SHOWN)} shown):", "  seq  kind  hash"]
+    for seq, step, kind, at, e_hash, _ in events[:EVENTS_SHOWN]:
+        where = "" if step is None else f" step {step}"
+        lines.append(f"  {seq}  {kind}{where}  {at}  {e_hash}")
+    if len(events) > EVENTS_SHOWN:
+        lines.append("  … (more events: see the export)")
+    return RunDetail(
+        rid,
+        tool_step[3] if tool_step else "",
+        (tool_step[4] or "") if tool_step else "",
+        "\n".join(lines),
+    )
+
+
+def _loads(text: str) -> Any:
+    try:
+        return canonical.loads(text)
+    except SignoffError:
+        return None
+
+
+def _spec_field(spec: str | None, name: str) -> str | None:
+    value = _loads(spec) if spec else None
+    return str(value[name]) if isinstance(value, dict) and value.get(name) else None
+
+
+# --- the window ---------------------------------------------------------------------------
