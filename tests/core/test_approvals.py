@@ -37,6 +37,14 @@ def _pending(store: Store, *, clock: FakeClock | None = None, limits: Limits | N
     return g, v.approval, calls, clock
 
 
+def _set_arguments(store: Store, text: str) -> None:
+    """Edit the step's recorded arguments behind the gate's back, as a tamperer would."""
+    conn = sqlite3.connect(store.path)
+    conn.execute("UPDATE steps SET arguments = ? WHERE run_id = 'r' AND idx = 0", (text,))
+    conn.commit()
+    conn.close()
+
+
 def test_the_approval_hash_is_over_the_canonical_request(gate_store: Store) -> None:
     g, approval, _, _ = _pending(gate_store)
     spec_hash = g.tools["push"].spec_hash
@@ -72,10 +80,7 @@ def test_an_approval_whose_request_was_edited_is_refused_and_nothing_changes(
     gate_store: Store,
 ) -> None:
     _g, approval, _calls, _ = _pending(gate_store)
-    conn = sqlite3.connect(gate_store.path)
-    conn.execute("""UPDATE steps SET arguments = '{"n":700}' WHERE run_id = 'r' AND idx = 0""")
-    conn.commit()
-    conn.close()
+    _set_arguments(gate_store, '{"n":700}')
     before = record_snapshot(gate_store)
     with pytest.raises(ApprovalMismatch):
         approve(gate_store, "r", approval.id, "operator")
@@ -83,29 +88,20 @@ def test_an_approval_whose_request_was_edited_is_refused_and_nothing_changes(
         reject(gate_store, "r", approval.id, "operator")
     assert record_snapshot(gate_store) == before
     # Put the record back so the end-of-test checks see what the gate wrote.
-    conn = sqlite3.connect(gate_store.path)
-    conn.execute("""UPDATE steps SET arguments = '{"n":7}' WHERE run_id = 'r' AND idx = 0""")
-    conn.commit()
-    conn.close()
+    _set_arguments(gate_store, '{"n":7}')
 
 
 @pytest.mark.guarantee("G-GATE-1")
 def test_an_approval_edited_after_it_was_granted_does_not_execute(gate_store: Store) -> None:
     g, approval, calls, clock = _pending(gate_store)
     approve(gate_store, "r", approval.id, "operator", now=clock())
-    conn = sqlite3.connect(gate_store.path)
-    conn.execute("""UPDATE steps SET arguments = '{"n":700}' WHERE run_id = 'r' AND idx = 0""")
-    conn.commit()
-    conn.close()
+    _set_arguments(gate_store, '{"n":700}')
     before = record_snapshot(gate_store)
     with pytest.raises(ApprovalMismatch):
         g.attach("r")
     assert record_snapshot(gate_store) == before
     assert calls.made == []
-    conn = sqlite3.connect(gate_store.path)
-    conn.execute("""UPDATE steps SET arguments = '{"n":7}' WHERE run_id = 'r' AND idx = 0""")
-    conn.commit()
-    conn.close()
+    _set_arguments(gate_store, '{"n":7}')
 
 
 @pytest.mark.guarantee("G-GATE-1")
