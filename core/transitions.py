@@ -22,6 +22,10 @@ Events and what they mean (the payloads are what the consistency fold reads):
 - ``step.observed``    {status, observation}             step done / failed / denied
 - ``step.interrupted`` {}                                a step abandoned, run on without it
 - ``step.reconciled``  {answer}                          what a reconcile hook said (no change)
+
+Events of no run (the operator's configuration; no state table changes):
+
+- ``policy.changed``   {before, after, policy, by}       the rules' identity changed
 """
 
 from __future__ import annotations
@@ -301,6 +305,13 @@ def start_tool(
         run_id=run_id,
         step=index,
     )
+
+
+def record_config_change(tx: Transaction, kind: str, payload: JSONValue, *, at: str) -> None:
+    """An event of no run: a change to the operator's configuration."""
+    if kind not in ("policy.changed",):
+        raise ValueError(f"{kind!r} is not a configuration event")
+    tx.append_event(kind=kind, payload=payload, at=at)
 
 
 def _set_run(tx: Transaction, run_id: str, at: str, **columns: Any) -> None:

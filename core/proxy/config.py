@@ -4,6 +4,8 @@
 hold_seconds = 5                 # how long a call needing approval is held before "pending"
 duplicate_window_seconds = 600   # an identical mutating call within this waits for the operator
 call_timeout_seconds = 60        # an upstream call taking longer has an unknown outcome
+grant_ttl_seconds = 3600         # an approval not executed within this after it is granted lapses
+notifications = "each"           # each: a notification per approval; tray: the tray icon only
 
 [policy]                         # per class: allow / approve / deny (defaults shown)
 read_only = "allow"
@@ -49,6 +51,8 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_HOLD = 5.0
 DEFAULT_DUPLICATE_WINDOW = 600.0
 DEFAULT_CALL_TIMEOUT = 60.0
+DEFAULT_GRANT_TTL = 3600.0
+NOTIFICATIONS = ("each", "tray")  # the first is the default
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ class Config:
     hold_seconds: float = DEFAULT_HOLD
     duplicate_window_seconds: float = DEFAULT_DUPLICATE_WINDOW
     call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT
+    grant_ttl_seconds: float = DEFAULT_GRANT_TTL
+    notifications: str = NOTIFICATIONS[0]
 
     def policy(self) -> ConfigPolicy:
         """The policy: per class, and per tool under the gate's name ``server/tool``."""
@@ -135,7 +141,10 @@ def load(path: Path) -> Config:
 
 
 def parse(document: dict[str, Any], where: _Where) -> Config:
-    top = {"hold_seconds", "duplicate_window_seconds", "call_timeout_seconds", "policy", "servers"}
+    top = {
+        "hold_seconds", "duplicate_window_seconds", "call_timeout_seconds", "grant_ttl_seconds",
+        "notifications", "policy", "servers",
+    }  # fmt: skip
     _known(document, top, (), where)
     classes: dict[SideEffect, Rule] = {}
     for key, value in _table(document.get("policy", {}), ("policy",), where).items():
@@ -144,6 +153,9 @@ def parse(document: dict[str, Any], where: _Where) -> Config:
     servers = {}
     for name, raw in _table(document.get("servers", {}), ("servers",), where).items():
         servers[name] = _server(name, raw, where)
+    notifications = document.get("notifications", NOTIFICATIONS[0])
+    if notifications not in NOTIFICATIONS:
+        raise where.error(("notifications",), f"{notifications!r} is not one of: each, tray")
     return Config(
         servers=servers,
         classes=classes,
@@ -154,6 +166,8 @@ def parse(document: dict[str, Any], where: _Where) -> Config:
         call_timeout_seconds=_seconds(
             document, "call_timeout_seconds", DEFAULT_CALL_TIMEOUT, where
         ),
+        grant_ttl_seconds=_seconds(document, "grant_ttl_seconds", DEFAULT_GRANT_TTL, where),
+        notifications=notifications,
     )
 
 

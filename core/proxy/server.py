@@ -270,7 +270,12 @@ class Proxy:
             run_id,
             f"{exposed.gate_name} for the host",
             # The call (a terminal tool), then, if it failed, the proxy's own closing decision.
-            Limits(max_steps=2, loop_repeats=None, max_consecutive_failures=None),
+            Limits(
+                max_steps=2,
+                loop_repeats=None,
+                max_consecutive_failures=None,
+                grant_ttl_seconds=self.config.grant_ttl_seconds or None,
+            ),
             call=CallLabel(exposed.server, exposed.state.tool.name, key),
         )
         step = session.step()

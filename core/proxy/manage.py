@@ -1,0 +1,233 @@
+"""Changing the operator's configuration: the one set of operations the CLI and the settings
+dialog both use, so that either way lands the same TOML.
+
+Rules:
+
+1. Every operation edits the file with ``config.Editor`` (comments and layout survive) and
+   validates the whole result before writing it: a refused change (``ConfigError``) leaves the
+   file as it was.
+2. Each returns the configuration as saved.
+3. A change that alters the policy's identity (a class rule, a tool's rule) is recorded in the
+   audit chain by ``record_policy_change``, so that the history shows when the rules changed
+   and a re-check can say what the new rules would have decided differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from core.canonical import JSONValue
+from core.errors import ConfigError
+from core.policy import Rule
+from core.proxy.config import ENV_NAME, SERVER_NAME, Config, Editor, load
+from core.proxy.pins import ListedTool
+from core.store import Store, utc_now
+from core.tools import SideEffect
+
+TIMINGS = ("hold_seconds", "duplicate_window_seconds", "call_timeout_seconds", "grant_ttl_seconds")
+
+
+def _servers(editor: Editor) -> Any:
+    return editor.document.get("servers", {})
+
+
+def _check_server(name: str, command: str, env: Sequence[str]) -> None:
+    if not SERVER_NAME.fullmatch(name):
+        raise ConfigError(f"{name!r}: a server name is letters, digits, '-' and '_' (at most 32)")
+    if not command.strip():
+        raise ConfigError(f"{name}: the command to start the server is required")
+    for var in env:
+        if not ENV_NAME.fullmatch(var):
+            raise ConfigError(f"{name}: {var!r} is not an environment variable name")
+
+
+def add_server(
+    path: Path,
+    name: str,
+    command: str,
+    args: Sequence[str] = (),
+    env: Sequence[str] = (),
+    *,
+    replace: bool = False,
+) -> Config:
+    """Add a server (``replace``: overwrite its command, arguments and variables, keep tools)."""
+    _check_server(name, command, env)
+    editor = Editor(path)
+    if name in _servers(editor) and not replace:
+        raise ConfigError(f"a server named {name} is already configured")
+    table = editor.table("servers", name)
+    table["command"] = command
+    table["args"] = list(args)
+    table["env"] = list(env)
+    return editor.save()
+
+
+def edit_server(
+    path: Path,
+    name: str,
+    *,
+    command: str,
+    args: Sequence[str],
+    env: Sequence[str],
+    new_name: str | None = None,
+) -> Config:
+    """Change how a server starts; ``new_name`` renames it, keeping its tools' settings."""
+    editor = Editor(path)
+    servers = _servers(editor)
+    if name not in servers:
+        raise ConfigError(f"no server {name}")
+    target = new_name or name
+    _check_server(target, command, env)
+    if target != name:
+        if target in servers:
+            raise ConfigError(f"a server named {target} is already configured")
+        servers[target] = servers[name]
+        del servers[name]
+    table = editor.table("servers", target)
+    table["command"] = command
+    table["args"] = list(args)
+    table["env"] = list(env)
+    return editor.save()
+
+
+def remove_server(path: Path, name: str) -> Config:
+    editor = Editor(path)
+    servers = _servers(editor)
+    if name not in servers:
+        raise ConfigError(f"no server {name}")
+    del servers[name]
+    return editor.save()
+
+
+def _tool_table(editor: Editor, server: str, tool: str) -> Any:
+    if server not in _servers(editor):
+        raise ConfigError(f"no server {server}")
+    return editor.table("servers", server, "tools", tool)
+
+
+def pins_dir(path: Path) -> Path:
+    """Where the tools' texts are kept as pinned, beside the configuration at ``path``."""
+    return path.parent / "pins"
+
+
+def pin(path: Path, server: str, tools: Iterable[ListedTool]) -> Config:
+    """Pin tools exactly as listed (the operator reviewed these), keeping their texts so that a
+    later change can be shown as a diff."""
+    from core.proxy import pinstore
+
+    tools = list(tools)
+    editor = Editor(path)
+    for tool in tools:
+        _tool_table(editor, server, tool.name)["pin"] = tool.pin
+    config = editor.save()
+    for tool in tools:
+        pinstore.keep(pins_dir(path), tool)
+    return config
+
+
+def set_tool(
+    path: Path,
+    server: str,
+    tool: str,
+    **settings: Any,
+) -> Config:
+    """Set a tool's ``side_effect`` (a class or None), ``policy`` (a rule or None: the class's
+    rule), ``fixed`` (name -> value), ``deny`` (names) or ``overrule_annotations`` (bool).
+    Settings not given are left as they are."""
+    known = {"side_effect", "policy", "fixed", "deny", "overrule_annotations"}
+    unknown = set(settings) - known
+    if unknown:
+        raise TypeError(f"unknown tool settings {sorted(unknown)}")
+    editor = Editor(path)
+    table = _tool_table(editor, server, tool)
+    if "side_effect" in settings:
+        _put(table, "class", _value(settings["side_effect"], SideEffect))
+    if "policy" in settings:
+        _put(table, "policy", _value(settings["policy"], Rule))
+    if "fixed" in settings:
+        fixed: Mapping[str, JSONValue] = settings["fixed"] or {}
+        _put(table, "fixed", _inline(fixed) if fixed else None)
+    if "deny" in settings:
+        deny = list(settings["deny"] or ())
+        _put(table, "deny", deny or None)
+    if "overrule_annotations" in settings:
+        _put(table, "overrule_annotations", True if settings["overrule_annotations"] else None)
+    return editor.save()
+
+
+def set_class_rule(path: Path, side_effect: SideEffect, rule: Rule | None) -> Config:
+    """The rule for a class; None returns it to the default."""
+    editor = Editor(path)
+    _put(editor.table("policy"), side_effect.value, rule.value if rule else None)
+    if not editor.document["policy"]:
+        del editor.document["policy"]
+    return editor.save()
+
+
+def set_setting(path: Path, name: str, value: Any) -> Config:
+    """A top-level setting (a timing or ``notifications``); None returns it to the default."""
+    if name not in (*TIMINGS, "notifications"):
+        raise ConfigError(f"{name} is not a setting")
+    editor = Editor(path)
+    _put(editor.document, name, value)
+    return editor.save()
+
+
+def _put(table: Any, key: str, value: Any) -> None:
+    if value is None:
+        if key in table:
+            del table[key]
+    else:
+        table[key] = value
+
+
+def _value(value: Any, kind: Any) -> str | None:
+    if value is None:
+        return None
+    return str(kind(value).value)
+
+
+def _inline(values: Mapping[str, JSONValue]) -> Any:
+    table = tomlkit.inline_table()
+    for key, value in values.items():
+        table[key] = value
+    return table
+
+
+# --- the record --------------------------------------------------------------------------
+
+
+def record_policy_change(store: Store, before: Config, after: Config, *, by: str) -> bool:
+    """Record in the chain that the rules changed (when they did); True when recorded."""
+    from core.transitions import record_config_change
+
+    old, new = before.policy(), after.policy()
+    if old.identity() == new.identity():
+        return False
+    with store.transaction("policy changed") as tx:
+        record_config_change(
+            tx,
+            "policy.changed",
+            {
+                "before": old.identity(),
+                "after": new.identity(),
+                "policy": new.configuration(),
+                "by": by,
+            },
+            at=utc_now(),
+        )
+    return True
+
+
+def changing(path: Path) -> Config:
+    """The configuration before a change (for ``record_policy_change``)."""
+    return load(path)
+
+
+def tools_of(config: Config, server: str) -> Iterable[str]:
+    found = config.servers.get(server)
+    return found.tools if found else ()
