@@ -3,8 +3,9 @@
 Rules:
 
 1. A tool's pin is SHA-256 over the raw bytes of its name, description and input schema as
-   the server sent them: ``[<name>,<description or null>,<inputSchema>]``. The set's hash is
-   SHA-256 over the sorted ``name:pin`` lines.
+   the server sent them: ``[<name>,<description or null>,<inputSchema>]``. Those bytes are the
+   tool's ``raw`` text, kept so that a later change can be shown (``core/proxy/pinstore.py``).
+   The set's hash is SHA-256 over the sorted ``name:pin`` lines.
 2. A listing that names a tool twice, has more than ``MAX_TOOLS`` tools or more than
    ``MAX_LISTING_BYTES`` bytes is refused whole (``ListingRefused``). A single tool that is
    malformed (not an object, no name, a key twice, a shape the SDK rejects) is dropped and
@@ -43,7 +44,7 @@ MAX_LISTING_BYTES = 4 * 1024 * 1024
 
 @dataclass(frozen=True)
 class ListedTool:
-    """One tool as a server listed it, with its pin over the raw bytes."""
+    """One tool as a server listed it, with its pin over the raw bytes (``raw``)."""
 
     name: str
     description: str
@@ -51,6 +52,7 @@ class ListedTool:
     annotations: dict[str, Any]
     pin: str
     has_output_schema: bool
+    raw: bytes = field(repr=False)  # what the pin is taken over: sha256(raw) == pin
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,13 @@ class ToolState:
     fixed: dict[str, Any] = field(default_factory=dict)
 
 
+def pinned_text(name: bytes, description: bytes | None, schema: bytes) -> bytes:
+    """The bytes a pin is taken over: ``[<name>,<description or null>,<inputSchema>]``."""
+    return b"[" + name + b"," + (description or b"null") + b"," + schema + b"]"
+
+
 def pin_of(name: bytes, description: bytes | None, schema: bytes) -> str:
-    return hashlib.sha256(
-        b"[" + name + b"," + (description or b"null") + b"," + schema + b"]"
-    ).hexdigest()
+    return hashlib.sha256(pinned_text(name, description, schema)).hexdigest()
 
 
 def read_listing(pages: list[bytes]) -> Listing:
@@ -140,7 +145,7 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
     if not isinstance(schema, dict) or not isinstance(description, str | None):
         return None, (label, "no input schema object")
     members = node.members
-    pin = pin_of(
+    text = pinned_text(
         members["name"].raw(page),
         members["description"].raw(page) if "description" in members else None,
         members["inputSchema"].raw(page),
@@ -151,8 +156,9 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
         description=description or "",
         input_schema=schema,
         annotations=annotations if isinstance(annotations, dict) else {},
-        pin=pin,
+        pin=hashlib.sha256(text).hexdigest(),
         has_output_schema=value.get("outputSchema") is not None,
+        raw=text,
     ), ("", "")
 
 

@@ -1,0 +1,120 @@
+"""The texts of pinned tools, kept so that a later change can be shown as a diff.
+
+The configuration keeps only a tool's pin; this store keeps the bytes the pin was taken over,
+in a directory beside the configuration (``manage.pins_dir``).
+
+Rules:
+
+1. A text is kept under its own pin: ``<pin>.json`` holds exactly the tool's ``raw`` bytes,
+   ``[<name>,<description or null>,<inputSchema>]`` as the server sent them. The store is
+   addressed by content, so keeping the same tool twice writes nothing new, and a text no
+   configuration names any more is harmless.
+2. Nothing is kept that does not hash to its pin: ``keep`` checks SHA-256 of the bytes against
+   the pin before writing, ``kept`` checks it again after reading. A mismatch raises
+   ``PinTextAltered``; a text is never shown as pinned unless it is the one that was pinned.
+3. The directory is the owner's only (0700), each text is 0600, and a text is written beside its
+   place and moved into it, so a reader never sees half of one. A text already in place that no
+   longer hashes to its pin is replaced by the verified one.
+4. ``kept`` returns None when nothing is kept under the pin: pinned before Signoff kept texts, or
+   the store was cleared. That is a normal state, shown as such, not an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.errors import SignoffError
+from core.proxy.pins import MAX_LISTING_BYTES, ListedTool
+
+_PIN = re.compile(r"[0-9a-f]{64}")
+
+
+class PinTextAltered(SignoffError):
+    """A pinned tool's kept text does not hash to its pin: it was changed after it was kept (or
+    a text offered for keeping is not the one its pin was taken over)."""
+
+
+class PinTextUnreadable(SignoffError):
+    """A kept text hashes to its pin but is not ``[name, description or null, schema]``."""
+
+
+@dataclass(frozen=True)
+class PinnedTool:
+    """A tool as it was when the operator pinned it, read back from its kept text."""
+
+    name: str
+    description: str  # "" when the server sent none or null, as in ``ListedTool``
+    input_schema: dict[str, Any]
+    pin: str
+
+
+def keep(directory: Path, tool: ListedTool) -> None:
+    """Keep ``tool``'s text under its pin in ``directory`` (created 0700 when missing)."""
+    if hashlib.sha256(tool.raw).hexdigest() != tool.pin:
+        raise PinTextAltered(
+            f"the text of {tool.name} does not hash to its pin {tool.pin[:16]}; it is not kept"
+        )
+    path = _path(directory, tool.pin)
+    if _holds(path, tool.pin):
+        return
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{tool.pin}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:  # mkstemp made it 0600
+            f.write(tool.raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def kept(directory: Path, pin: str) -> PinnedTool | None:
+    """The tool as pinned under ``pin``, or None when its text was not kept."""
+    path = _path(directory, pin)
+    data = _read(path)
+    if data is None:
+        return None
+    if hashlib.sha256(data).hexdigest() != pin:
+        raise PinTextAltered(
+            f"{path} does not hash to the pin it is kept under: it was changed after it was"
+            " kept. Remove it to review the tool without a diff, or pin the tool again."
+        )
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        value = None
+    match value:
+        case [str(name), str() | None as description, dict(schema)]:
+            return PinnedTool(name, description or "", schema, pin)
+    raise PinTextUnreadable(f"{path} is not a pinned tool's text; remove it")
+
+
+def _path(directory: Path, pin: str) -> Path:
+    if not _PIN.fullmatch(pin):
+        raise ValueError(f"{pin!r} is not a pin (64 hex digits)")
+    return directory / f"{pin}.json"
+
+
+def _read(path: Path) -> bytes | None:
+    """The file's bytes, or None when there is no file. No pinned text is longer than the
+    largest listing, so a longer file is read only that far (and then fails its hash)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(MAX_LISTING_BYTES + 1)
+    except FileNotFoundError:
+        return None
+
+
+def _holds(path: Path, pin: str) -> bool:
+    data = _read(path)
+    return data is not None and hashlib.sha256(data).hexdigest() == pin
