@@ -20,6 +20,7 @@ from core.demo.run import register as register_demo_command
 from core.errors import ChainBroken, SignoffError
 from core.export import export_runs
 from core.heads import KeyringHeadStore
+from core.hosts_commands import register as register_hosts_commands
 from core.policy import PolicyDecision
 from core.proxy import config as configuration
 from core.proxy.commands import register as register_proxy_commands
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_export, json=False)
 
     register_proxy_commands(commands)
+    register_hosts_commands(commands)
     register_demo_command(commands)
     return parser
 

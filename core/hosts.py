@@ -1,0 +1,555 @@
+"""MCP hosts' configuration files: importing their servers into Signoff, and wiring the hosts to
+launch ``signoff proxy NAME`` in their place.
+
+Claude Desktop (``claude_desktop_config.json``), Cursor (``mcp.json``) and Claude Code
+(``.mcp.json``) keep their servers under ``mcpServers``; VS Code (``mcp.json``) under
+``servers``; Claude Code's ``~/.claude.json`` under ``mcpServers`` and under each
+``projects.<path>.mcpServers``, among many keys of its own.
+
+Rules:
+
+1. Reading tolerates JSONC (comments, trailing commas). Writing a file that has any is refused
+   (``HostConfigError``): the file is re-serialised, which would drop them. A key named twice
+   in one object is refused when reading, since one of the two would be lost.
+2. An entry is imported as the Signoff server of its name (made valid when it is not), with its
+   command, its arguments and the *names* of its variables, never their values. It is skipped,
+   with the reason, when it is remote, already launches ``signoff proxy``, has no command, or
+   uses the host's ``${...}`` variables in its command or arguments (only the host expands
+   them). A Signoff server starting the same command and arguments means "already imported";
+   one of the same name starting something else is a conflict, replaced only when asked.
+3. Wiring changes only an entry's ``command`` and ``args`` (the absolute signoff command, then
+   ``proxy NAME``). Every other key of the entry, its variables' values included (the host keeps
+   passing them; the proxy passes on the ones named), and every other key of the file stay, in
+   their order. ``SIGNOFF_HOME``, when set, is added to the entry's ``env`` so that the proxy
+   opens the same home. Wiring imports the entries Signoff does not know yet, and refuses
+   conflicts.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError
+from core.proxy.config import ENV_NAME, SERVER_NAME, Config, ServerConfig, load
+from core.proxy.manage import add_server
+
+BACKUP_DIR = "host-backups"
+MANIFEST = "manifest.json"
+_BOM = b"\xef\xbb\xbf"
+
+
+class HostConfigError(ConfigError):
+    """A host's configuration file cannot be read, planned or written as asked; nothing was
+    changed. The message names the file (and the line, where there is one)."""
+
+
+class Host(StrEnum):
+    CLAUDE_DESKTOP = "claude_desktop"
+    CURSOR = "cursor"
+    VSCODE = "vscode"
+    CLAUDE_CODE = "claude_code"
+
+    @property
+    def label(self) -> str:
+        return {
+            Host.CLAUDE_DESKTOP: "Claude Desktop",
+            Host.CURSOR: "Cursor",
+            Host.VSCODE: "VS Code",
+            Host.CLAUDE_CODE: "Claude Code",
+        }[self]
+
+    @property
+    def servers_key(self) -> str:
+        return "servers" if self is Host.VSCODE else "mcpServers"
+
+
+def default_paths(host: Host, platform: str | None = None) -> list[Path]:
+    """The host's user-level files. Project files (``.cursor/mcp.json``, ``.vscode/mcp.json``,
+    ``.mcp.json``) are given by path."""
+    home = Path.home()
+    if host is Host.CURSOR:
+        return [home / ".cursor" / "mcp.json"]
+    if host is Host.CLAUDE_CODE:
+        return [home / ".claude.json"]
+    apps = _application_config(home, platform or sys.platform)
+    if host is Host.CLAUDE_DESKTOP:
+        return [apps / "Claude" / "claude_desktop_config.json"]
+    return [apps / "Code" / "User" / "mcp.json"]
+
+
+def _application_config(home: Path, platform: str) -> Path:
+    if platform == "darwin":
+        return home / "Library" / "Application Support"
+    if platform == "win32":
+        appdata = os.environ.get("APPDATA")
+        return Path(appdata) if appdata else home / "AppData" / "Roaming"
+    return home / ".config"
+
+
+def existing_path(host: Host) -> Path | None:
+    """The first of the host's default files that exists."""
+    return next((p for p in default_paths(host) if p.is_file()), None)
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostEntry:
+    key: str  # unique in the file: the name, or ``name@project`` in ~/.claude.json's projects
+    name: str  # the host's name for the server
+    table: tuple[str, ...]  # the keys leading to its servers table
+    spec: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class HostFile:
+    path: Path
+    host: Host
+    raw: bytes  # exactly as read
+    text: str  # decoded, without a byte order mark
+    document: dict[str, Any]
+    entries: tuple[HostEntry, ...]
+    jsonc: bool  # it has comments or trailing commas: readable, not writable
+
+    def select(self, names: Iterable[str]) -> list[str]:
+        """The keys of the entries named (by key, or by the host's name: every entry so named)."""
+        keys: list[str] = []
+        for name in names:
+            found = [e.key for e in self.entries if name in (e.key, e.name)]
+            if not found:
+                known = ", ".join(e.key for e in self.entries) or "none"
+                raise HostConfigError(f"{self.path}: no server {name!r} (servers here: {known})")
+            keys += [k for k in found if k not in keys]
+        return keys
+
+
+def read_host(path: Path, host: Host) -> HostFile:
+    """The host's file at ``path``, parsed; ``HostConfigError`` when it cannot be."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise HostConfigError(f"{path}: no such file") from None
+    except OSError as e:
+        raise HostConfigError(f"{path}: cannot be read: {e.strerror}") from None
+    try:
+        text = raw.removeprefix(_BOM).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise HostConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    plain = _strip_jsonc(text)
+    try:
+        document = json.loads(plain, object_pairs_hook=_object)
+    except json.JSONDecodeError as e:
+        raise HostConfigError(f"{path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from None
+    except _KeyTwice as e:
+        raise HostConfigError(
+            f"{path}: the key {e.args[0]!r} is named twice in one object"
+        ) from None
+    if not isinstance(document, dict):
+        raise HostConfigError(f"{path}: the top level is not a JSON object")
+    entries = tuple(_entries(path, host, document))
+    return HostFile(path, host, raw, text, document, entries, plain != text)
+
+
+class _KeyTwice(Exception):
+    pass
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _KeyTwice(key)
+        result[key] = value
+    return result
+
+
+def _strip_jsonc(text: str) -> str:
+    """The text with comments and trailing commas blanked out, keeping every line and column, so
+    that a JSON error still points into the file."""
+    out = list(text)
+    n = len(text)
+    comma: int | None = None  # the last comma seen outside strings and comments
+    i = 0
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            comma = None
+            continue
+        end = -1
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                break  # unterminated: left for the JSON parser to point at
+            end += 2
+        if end >= 0:
+            for j in range(i, end):
+                if out[j] not in "\r\n":
+                    out[j] = " "
+            i = end
+            continue
+        if c == ",":
+            comma = i
+        elif c in "}]":
+            if comma is not None:
+                out[comma] = " "
+            comma = None
+        elif not c.isspace():
+            comma = None
+        i += 1
+    return "".join(out)
+
+
+def _entries(path: Path, host: Host, document: dict[str, Any]) -> Iterable[HostEntry]:
+    tables: list[tuple[tuple[str, ...], Any]] = []
+    if host.servers_key in document:
+        tables.append(((host.servers_key,), document[host.servers_key]))
+    projects = document.get("projects")
+    if host is Host.CLAUDE_CODE and isinstance(projects, dict):
+        for project, settings in projects.items():
+            if isinstance(settings, dict) and "mcpServers" in settings:
+                tables.append((("projects", project, "mcpServers"), settings["mcpServers"]))
+    for table, servers in tables:
+        where = ".".join(table)
+        if not isinstance(servers, dict):
+            raise HostConfigError(f"{path}: {where} is not a JSON object")
+        for name, spec in servers.items():
+            if not isinstance(spec, dict):
+                raise HostConfigError(f"{path}: {where}.{name} is not a JSON object")
+            key = name if len(table) == 1 else f"{name}@{table[1]}"
+            yield HostEntry(key, name, table, spec)
+
+
+# --- importing -------------------------------------------------------------------------------
+
+
+class Action(StrEnum):
+    IMPORT = "import"  # becomes a Signoff server
+    IMPORTED = "imported"  # Signoff already has it
+    CONFLICT = "conflict"  # Signoff has a server of that name starting something else
+    WIRED = "wired"  # already launches signoff proxy: skipped
+    SKIPPED = "skipped"  # cannot go through Signoff; ``reason`` says why
+
+
+@dataclass(frozen=True)
+class ImportItem:
+    entry: HostEntry
+    action: Action
+    name: str = ""  # the Signoff server's name ("" when skipped)
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    reason: str = ""  # what will happen and why, for the operator
+
+    @property
+    def key(self) -> str:
+        return self.entry.key
+
+
+def proposed_name(name: str) -> str:
+    """``name`` when it is a valid Signoff server name, else the nearest one that is."""
+    if SERVER_NAME.fullmatch(name):
+        return name
+    cleaned = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-_")
+    return cleaned[:32].rstrip("-_") or "server"
+
+
+def plan_import(hostfile: HostFile, config: Config) -> list[ImportItem]:
+    """What importing each of the file's entries into ``config`` would do."""
+    ours = _our_command()
+    items: list[ImportItem] = []
+    planned: dict[str, tuple[str, tuple[str, ...]]] = {}  # name -> (command, args) in this plan
+    for entry in hostfile.entries:
+        stdio = _stdio(entry.spec, ours)
+        if isinstance(stdio, _Skip):
+            items.append(ImportItem(entry, stdio.action, reason=stdio.reason))
+            continue
+        command, args, env = stdio
+        notes = _notes(entry.spec)
+        same = _same(config, command, args, prefer=entry.name)
+        if same is not None:
+            missing = [v for v in env if v not in same.env]
+            if missing:
+                notes.append(f"Signoff does not pass on {', '.join(missing)}")
+            reason = _joined(f"already in Signoff as {same.name}", notes)
+            items.append(ImportItem(entry, Action.IMPORTED, same.name, command, args, env, reason))
+            continue
+        name = proposed_name(entry.name)
+        why = "" if name == entry.name else f"{entry.name!r} is not a valid Signoff name"
+        base, number = name, 1
+        while True:
+            if planned.get(name, (command, args)) != (command, args):
+                taken = f"another server here is named {name}"
+            elif name != entry.name and name in config.servers:
+                taken = f"Signoff already has a server {name}"  # only the host's name conflicts
+            else:
+                break
+            why = taken if number == 1 else why
+            number += 1
+            name = f"{base[: 31 - len(str(number))]}-{number}"
+        planned[name] = (command, args)
+        existing = config.servers.get(name)
+        if existing is not None:
+            reason = _joined(
+                f"Signoff's server {name} starts something else ({_argv(existing)})", notes
+            )
+            items.append(ImportItem(entry, Action.CONFLICT, name, command, args, env, reason))
+            continue
+        reason = _joined(f"import as {name}" + (f" ({why})" if why else ""), notes)
+        items.append(ImportItem(entry, Action.IMPORT, name, command, args, env, reason))
+    return items
+
+
+@dataclass(frozen=True)
+class _Skip:
+    action: Action
+    reason: str
+
+
+def _stdio(
+    spec: dict[str, Any], ours: list[str] | None
+) -> tuple[str, tuple[str, ...], tuple[str, ...]] | _Skip:
+    """The entry's command, arguments and variable names, or why it is skipped."""
+    kind = spec.get("type", "stdio")
+    if "url" in spec or kind != "stdio":
+        where = spec.get("url") if isinstance(spec.get("url"), str) else kind
+        return _Skip(
+            Action.SKIPPED, f"a remote server ({where}): Signoff proxies stdio servers only"
+        )
+    command, args, env = spec.get("command"), spec.get("args", []), spec.get("env") or {}
+    if not isinstance(command, str) or not command.strip():
+        return _Skip(Action.SKIPPED, "it has no command to start")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return _Skip(Action.SKIPPED, "its args are not a list of strings")
+    wired = _proxied(command, args, ours)
+    if wired is not None:
+        return _Skip(Action.WIRED, f"already goes through Signoff (signoff proxy {wired})")
+    if not isinstance(env, dict):
+        return _Skip(Action.SKIPPED, "its env is not a JSON object")
+    bad = [name for name in env if not ENV_NAME.fullmatch(name)]
+    if bad:
+        return _Skip(Action.SKIPPED, f"{bad[0]!r} is not a variable name Signoff can pass on")
+    if any("${" in part for part in (command, *args)):
+        return _Skip(
+            Action.SKIPPED,
+            "its command uses the host's ${...} variables, which only the host expands",
+        )
+    return command, tuple(args), tuple(env)
+
+
+def _proxied(command: str, args: list[str], ours: list[str] | None) -> str | None:
+    """The names after ``proxy`` when the entry already launches ``signoff proxy``."""
+    argv = [command, *args]
+    if "proxy" not in argv[1:]:
+        return None
+    at = argv.index("proxy", 1)
+    executable = re.split(r"[\\/]", command)[-1].lower().removesuffix(".exe")
+    if (at == 1 and executable == "signoff") or argv[:at] == ours:
+        return " ".join(argv[at + 1 :])
+    return None
+
+
+def _same(config: Config, command: str, args: tuple[str, ...], prefer: str) -> ServerConfig | None:
+    same = [s for s in config.servers.values() if (s.command, s.args) == (command, args)]
+    return next((s for s in same if s.name == prefer), same[0] if same else None)
+
+
+def _notes(spec: dict[str, Any]) -> list[str]:
+    if "envFile" in spec:
+        return ["the variables of its envFile reach the server only if named in Signoff"]
+    return []
+
+
+def _joined(first: str, notes: list[str]) -> str:
+    return "; ".join([first, *notes])
+
+
+def _argv(server: ServerConfig) -> str:
+    return " ".join([server.command, *server.args])
+
+
+def selected(
+    items: Sequence[ImportItem], keys: Collection[str], *, replace: bool = False
+) -> list[ImportItem]:
+    """The items of ``keys``; ``HostConfigError`` when one cannot be imported (a conflict can,
+    with ``replace``)."""
+    by_key = {item.key: item for item in items}
+    unknown = [k for k in keys if k not in by_key]
+    if unknown:
+        raise HostConfigError(f"no server {unknown[0]!r} in the plan")
+    chosen = [item for item in items if item.key in keys]
+    for item in chosen:
+        if item.action in (Action.SKIPPED, Action.WIRED):
+            raise HostConfigError(f"{item.key} cannot be imported: {item.reason}")
+        if item.action is Action.CONFLICT and not replace:
+            raise HostConfigError(f"{item.key}: {item.reason}; replace it, or rename one of them")
+    return chosen
+
+
+def apply_import(
+    config_path: Path, items: Sequence[ImportItem], keys: Collection[str], *, replace: bool = False
+) -> list[str]:
+    """Import the items of ``keys`` into the configuration at ``config_path`` (``replace``: a
+    conflicting server of the same name is overwritten, its tools' settings kept). The names
+    imported; nothing is written when one of them cannot be."""
+    chosen = selected(items, keys, replace=replace)
+    current = load(config_path)
+    todo: dict[str, ImportItem] = {}
+    for item in chosen:
+        if item.action is Action.IMPORTED or item.name in todo:
+            continue
+        if item.action is Action.IMPORT and item.name in current.servers:
+            raise HostConfigError(
+                f"{config_path}: a server {item.name} was added since the plan; read it again"
+            )
+        todo[item.name] = item
+    for name, item in todo.items():
+        add_server(
+            config_path,
+            name,
+            item.command,
+            item.args,
+            item.env,
+            replace=item.action is Action.CONFLICT,
+        )
+    return list(todo)
+
+
+# --- wiring ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WirePlan:
+    hostfile: HostFile
+    text: str  # the file's new text
+    diff: str  # unified diff of the old text and the new
+    wired: dict[str, str]  # entry key -> the Signoff server it launches
+    imports: tuple[ImportItem, ...]  # imported into Signoff's configuration before the write
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.hostfile.text
+
+    @property
+    def writable(self) -> bool:
+        return not self.hostfile.jsonc
+
+
+def signoff_command() -> list[str]:
+    """The absolute command a host should launch for this Signoff (hosts start servers with a
+    minimal PATH, so never a bare name)."""
+    if getattr(sys, "frozen", False):
+        return [str(Path(sys.executable).absolute())]
+    for name in ("signoff", "signoff.exe"):
+        script = Path(sys.executable).with_name(name)
+        if script.is_file():
+            return [str(script.absolute())]
+    found = shutil.which("signoff")
+    if found:
+        return [str(Path(found).absolute())]
+    raise HostConfigError(
+        "cannot find the signoff command for the host to launch: run this from the environment"
+        " Signoff is installed in"
+    )
+
+
+def _our_command() -> list[str] | None:
+    try:
+        return signoff_command()
+    except HostConfigError:
+        return None
+
+
+def plan_wire(
+    hostfile: HostFile, keys: Collection[str], command: Sequence[str], *, config: Config
+) -> WirePlan:
+    """The file with each entry of ``keys`` launching ``command proxy NAME``."""
+    if not keys:
+        raise HostConfigError(f"{hostfile.path}: choose the servers to wire")
+    if not command or not Path(command[0]).is_absolute():
+        raise HostConfigError(f"the command a host launches must be absolute, not {command!r}")
+    items = plan_import(hostfile, config)
+    by_key = {item.key: item for item in items}
+    document = copy.deepcopy(hostfile.document)
+    home = os.environ.get("SIGNOFF_HOME")
+    wired: dict[str, str] = {}
+    imports: list[ImportItem] = []
+    for key in keys:
+        item = by_key.get(key)
+        if item is None:
+            raise HostConfigError(f"{hostfile.path}: no server {key!r}")
+        if item.action is Action.WIRED:
+            continue
+        if item.action in (Action.SKIPPED, Action.CONFLICT):
+            raise HostConfigError(f"{hostfile.path}: {key} cannot be wired: {item.reason}")
+        if item.action is Action.IMPORT:
+            imports.append(item)
+        table = document
+        for part in item.entry.table:
+            table = table[part]
+        table[item.entry.name] = _wired(item.entry.spec, command, item.name, home)
+        wired[key] = item.name
+    text = hostfile.text if document == hostfile.document else _dumps(document, hostfile.text)
+    diff = "\n".join(
+        difflib.unified_diff(
+            hostfile.text.splitlines(),
+            text.splitlines(),
+            str(hostfile.path),
+            f"{hostfile.path} (wired)",
+            lineterm="",
+        )
+    )
+    return WirePlan(hostfile, text, diff, wired, tuple(imports))
+
+
+def _wired(
+    spec: dict[str, Any], command: Sequence[str], name: str, home: str | None
+) -> dict[str, Any]:
+    args = [*command[1:], "proxy", name]
+    entry: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key == "command":
+            entry[key] = command[0]
+            if "args" not in spec:
+                entry["args"] = args
+        elif key == "args":
+            entry[key] = args
+        else:
+            entry[key] = value
+    if home:
+        resolved = str(Path(home).expanduser().resolve())  # as core.paths reads it
+        entry["env"] = {**(entry.get("env") or {}), "SIGNOFF_HOME": resolved}
+    return entry
+
+
+def _dumps(document: dict[str, Any], original: str) -> str:
+    indent: str = "  "
+    for line in original.splitlines()[1:]:
+        found = re.match(r"[ \t]+(?=\S)", line)
+        if found:
+            indent = "\t" if "\t" in found.group(0) else found.group(0)
+            break
+    text = json.dumps(document, indent=indent, ensure_ascii=False)
+    if original.endswith("\n"):
+        text += "\n"
+    if "\r\n" in original:
+        text = text.replace("\n", "\r\n")
+    return text
