@@ -13,11 +13,12 @@ from typing import Any
 from core import paths
 from core.approvals import approve, reject
 from core.canonical import loads
-from core.errors import SignoffError, UnknownApproval
+from core.errors import ConfigError, SignoffError, UnknownApproval
+from core.policy import Rule
 from core.proxy import config as configuration
-from core.proxy import wake
+from core.proxy import manage, status, wake
 from core.proxy.config import SERVER_NAME, ServerConfig
-from core.proxy.pins import evaluate
+from core.proxy.pins import evaluate, read_listing
 from core.proxy.server import START_TIMEOUT, serve
 from core.records import pending_requests, read_approval
 from core.store import Store
@@ -42,11 +43,34 @@ def register(commands: Any) -> None:
         metavar="VAR",
         help="pass this environment variable through (its name only is stored)",
     )
+    p.add_argument(
+        "--replace", action="store_true", help="change an existing server's command (tools kept)"
+    )
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
     p.set_defaults(func=servers_add)
-    p = servers_commands.add_parser("list", help="list the configured servers")
+    p = servers_commands.add_parser("list", help="list the configured servers and their state")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=servers_list)
+    p = servers_commands.add_parser("remove", help="remove a server and its tools' settings")
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(func=servers_remove)
+    p = servers_commands.add_parser("rename", help="rename a server, keeping its tools' settings")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("new_name", metavar="NEW")
+    p.set_defaults(func=servers_rename)
+    p = servers_commands.add_parser(
+        "test",
+        help="start a server and list its tools, changing nothing: NAME, or NAME [--env VAR]..."
+        " -- COMMAND [ARG]... to try a command before adding it",
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--env", action="append", default=[], metavar="VAR")
+    p.add_argument(
+        "--raw", action="store_true", help="print the raw tools/list answers, one per line"
+    )
+    p.add_argument("--timeout", type=float, default=START_TIMEOUT, metavar="SECONDS")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
+    p.set_defaults(func=servers_test)
 
     p = commands.add_parser("pin", help="connect to a server, review its tools, pin them")
     p.add_argument("name", metavar="NAME")
@@ -62,10 +86,29 @@ def register(commands: Any) -> None:
     p.set_defaults(func=classify)
 
     p = commands.add_parser(
-        "policy", help="CLASS allow|approve|deny, or NAME TOOL allow|approve|deny"
+        "policy", help="CLASS allow|approve|deny|default, or NAME TOOL allow|approve|deny|default"
     )
     p.add_argument("target", nargs="+", metavar="CLASS | NAME TOOL")
     p.set_defaults(func=policy)
+
+    p = commands.add_parser(
+        "tool", help="a tool's fixed and denied parameters and annotation overrule"
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("tool", metavar="TOOL")
+    p.add_argument("--fix", action="append", default=[], metavar="PARAM=JSON",
+                   help="set PARAM to this value on every call, hidden from the model")  # fmt: skip
+    p.add_argument("--unfix", action="append", default=[], metavar="PARAM")
+    p.add_argument("--deny", action="append", default=[], metavar="PARAM",
+                   help="remove PARAM from the schema; a call setting it fails")  # fmt: skip
+    p.add_argument("--undeny", action="append", default=[], metavar="PARAM")
+    p.add_argument("--overrule-annotations", choices=["yes", "no"],
+                   help="yes: keep the class even if the server's hints disagree")  # fmt: skip
+    p.set_defaults(func=tool_settings)
+
+    p = commands.add_parser("settings", help="show the settings, or set one: NAME VALUE|default")
+    p.add_argument("setting", nargs="*", metavar="NAME VALUE")
+    p.set_defaults(func=settings)
 
     p = commands.add_parser("proxy", help="serve the named servers to an MCP host over stdio")
     p.add_argument("names", nargs="+", metavar="NAME")
@@ -95,48 +138,153 @@ def register(commands: Any) -> None:
 # --- configuration ---------------------------------------------------------------------------
 
 
-def servers_add(args: argparse.Namespace) -> int:
-    # argparse's REMAINDER also takes --env options given after NAME: read them here. (A "--"
-    # right after NAME is consumed by argparse itself.)
+def _command_line(args: argparse.Namespace) -> tuple[list[str], list[str], bool]:
+    """(argv, env names, replace) from NAME's options and the command after ``--``.
+
+    argparse's REMAINDER also takes options given after NAME: read them here. (A "--" right
+    after NAME is consumed by argparse itself.)"""
     env, rest = list(args.env), list(args.argv)
-    while rest and rest[0].startswith("--env"):
+    replace = bool(getattr(args, "replace", False))
+    while rest and rest[0].startswith("--") and rest[0] != "--":
         option = rest.pop(0)
         if option == "--env" and rest:
             env.append(rest.pop(0))
         elif option.startswith("--env="):
             env.append(option.removeprefix("--env="))
+        elif option == "--replace":
+            replace = True
+        elif option == "--raw" and hasattr(args, "raw"):
+            args.raw = True
+        elif option == "--timeout" and hasattr(args, "timeout") and rest:
+            try:
+                args.timeout = float(rest.pop(0))
+            except ValueError:
+                raise ConfigError("--timeout takes a number of seconds") from None
         else:
-            return _error(f"unexpected {option!r}; put the server's command after --")
-    argv = rest[1:] if rest[:1] == ["--"] else rest
-    if not argv:
-        return _error("give the server's command after --, e.g. signoff servers add fs -- npx ...")
-    if not SERVER_NAME.fullmatch(args.name):
-        return _error("a server name is letters, digits, '-' and '_' (at most 32)")
-    editor = configuration.Editor(paths.config_path())
-    table = editor.table("servers", args.name)
-    table["command"] = argv[0]
-    table["args"] = argv[1:]
-    table["env"] = env
-    editor.save()
-    print(f"added server {args.name}; next: signoff pin {args.name}")
+            raise ConfigError(f"unexpected {option!r}; put the server's command after --")
+    return (rest[1:] if rest[:1] == ["--"] else rest), env, replace
+
+
+def servers_add(args: argparse.Namespace) -> int:
+    try:
+        argv, env, replace = _command_line(args)
+        if not argv:
+            raise ConfigError(
+                "give the server's command after --, e.g. signoff servers add fs -- npx ..."
+            )
+        manage.add_server(paths.config_path(), args.name, argv[0], argv[1:], env, replace=replace)
+    except ConfigError as e:
+        return _error(str(e), type(e).__name__)
+    print(f"{'changed' if replace else 'added'} server {args.name}; next: signoff pin {args.name}")
     return EXIT_OK
 
 
 def servers_list(args: argparse.Namespace) -> int:
     config = configuration.load(paths.config_path())
-    rows = [
-        {"name": s.name, "command": [s.command, *s.args], "env": list(s.env),
-         "tools": {t: (c.side_effect.value if c.side_effect else None) for t, c in s.tools.items()}}
-        for s in config.servers.values()
-    ]  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for s in config.servers.values():
+        last = status.read(paths.data_dir() / "status", s.name)
+        rows.append({
+            "name": s.name, "command": [s.command, *s.args], "env": list(s.env),
+            "tools": {t: (c.side_effect.value if c.side_effect else None)
+                      for t, c in s.tools.items()},
+            "last_connection": None if last is None else {
+                "at": last.at, "error": last.error, **last.summary(s)},
+        })  # fmt: skip
     if args.json:
         print(json.dumps(rows))
     for row in [] if args.json else rows:
-        print(f"{row['name']}: {' '.join(row['command'])} ({len(row['tools'])} tools configured)")
+        seen: dict[str, Any] | None = row["last_connection"]
+        state = "never connected" if seen is None else (
+            f"last connection failed at {seen['at']}: {seen['error']}" if seen["error"] else
+            f"{seen['pinned']} pinned, {seen['new']} new, {seen['changed']} changed,"
+            f" {seen['unclassified']} unclassified, {seen['conflicts']} annotation conflicts"
+        )  # fmt: skip
+        print(f"{row['name']}: {' '.join(row['command'])}\n  {state}")
     return EXIT_OK
 
 
+def servers_remove(args: argparse.Namespace) -> int:
+    try:
+        before = configuration.load(paths.config_path())
+        after = manage.remove_server(paths.config_path(), args.name)
+    except ConfigError as e:
+        return _error(str(e), type(e).__name__)
+    _record_policy(before, after)
+    print(f"removed server {args.name}")
+    return EXIT_OK
+
+
+def servers_rename(args: argparse.Namespace) -> int:
+    try:
+        before = configuration.load(paths.config_path())
+        server = before.servers.get(args.name)
+        if server is None:
+            raise ConfigError(f"no server {args.name}")
+        after = manage.edit_server(
+            paths.config_path(), args.name, command=server.command, args=server.args,
+            env=server.env, new_name=args.new_name,
+        )  # fmt: skip
+    except ConfigError as e:
+        return _error(str(e), type(e).__name__)
+    _record_policy(before, after)
+    print(f"renamed server {args.name} to {args.new_name}")
+    return EXIT_OK
+
+
+def servers_test(args: argparse.Namespace) -> int:
+    """Start a server, list its tools, stop it; the configuration is not touched."""
+    noted = False
+    try:
+        argv, env, _ = _command_line(args)
+        if not SERVER_NAME.fullmatch(args.name):
+            raise ConfigError("a server name is letters, digits, '-' and '_' (at most 32)")
+        configured = configuration.load(paths.config_path()).servers.get(args.name)
+        if argv:
+            server = ServerConfig(args.name, argv[0], tuple(argv[1:]), tuple(env))
+        elif configured is None:
+            raise ConfigError(f"no server {args.name}; to try a command: NAME -- COMMAND [ARG]...")
+        else:
+            server = configured
+        # Only a configured server's own command leaves a status for the settings dialog.
+        noted = argv == [] and configured is not None
+        pages = asyncio.run(_pages(server, args.timeout))
+        listing = read_listing(pages)
+    except SignoffError as e:
+        if noted:
+            status.record(paths.data_dir() / "status", args.name, None, f"{e} [{type(e).__name__}]")
+        return _error(str(e), type(e).__name__)
+    if noted:
+        status.record(paths.data_dir() / "status", args.name, listing)
+    if args.raw:
+        for page in pages:
+            sys.stdout.buffer.write(page.rstrip(b"\r\n") + b"\n")
+        sys.stdout.flush()
+        return EXIT_OK
+    for tool in listing.tools:
+        first = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
+        print(f"{tool.name}: {first[:100]}")
+    for what, why in listing.dropped:
+        print(f"dropped {what}: {why}")
+    return EXIT_OK
+
+
+async def _pages(server: ServerConfig, timeout: float) -> list[bytes]:
+    from core.proxy.upstream import Upstream
+
+    log_dir = paths.data_dir() / "logs"
+    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    upstream = Upstream(server, log_dir / f"{server.name}.log")
+    await upstream.start(timeout)
+    try:
+        return await upstream.list_tools(timeout)
+    finally:
+        await upstream.close()
+
+
 def pin(args: argparse.Namespace) -> int:
+    from core.proxy import pindiff, pinstore
+
     config = configuration.load(paths.config_path())
     server = config.servers.get(args.name)
     if server is None:
@@ -145,25 +293,44 @@ def pin(args: argparse.Namespace) -> int:
     tools = [t for t in listing.tools if args.tool in (None, t.name)]
     if args.tool and not tools:
         return _error(f"server {args.name} lists no tool {args.tool}")
-    if args.accept:
-        editor = configuration.Editor(paths.config_path())
+    try:
+        if args.accept:
+            config = manage.pin(paths.config_path(), args.name, tools)
+            server = config.servers[args.name]
+        # A changed tool is shown against its text as pinned, when that text was kept.
+        changes: dict[str, pindiff.ToolDiff] = {}
         for tool in tools:
-            editor.table("servers", args.name, "tools", tool.name)["pin"] = tool.pin
-        config = editor.save()
-        server = config.servers[args.name]
+            pinned = server.tools.get(tool.name)
+            if pinned is not None and pinned.pin not in (None, tool.pin):
+                kept = pinstore.kept(manage.pins_dir(paths.config_path()), pinned.pin)
+                changes[tool.name] = pindiff.diff(kept, tool)
+    except (SignoffError, OSError) as e:
+        return _error(str(e), type(e).__name__)
     rows = []
     for tool in tools:
         state = evaluate(tool, server.tools.get(tool.name))
+        change = changes.get(tool.name)
         rows.append({
             "tool": tool.name, "status": state.status, "pin": tool.pin,
             "class": state.side_effect.value if state.side_effect else None,
             "annotations": tool.annotations, "available": state.available,
             "reason": state.reason, "conflict": state.conflict, "description": tool.description,
+            "input_schema": tool.input_schema,
+            "change": change.summary() if change else None,
+            "diff": change.unified() if change and change.kept else None,
         })  # fmt: skip
     if args.json:
         print(json.dumps({"server": args.name, "set_hash": listing.set_hash, "tools": rows,
                           "dropped": [list(d) for d in listing.dropped]}))  # fmt: skip
         return EXIT_OK
+    for change in changes.values():
+        print(f"{change.name} changed since it was pinned. {change.summary()}.")
+        if not change.kept:
+            print(f"description now:\n{change.new_description}\ninput schema now:")
+            print(change.new_schema)
+        elif change.unified():
+            print(change.unified())
+        print()
     for row in rows:
         marks = ", ".join(f"{k}={v}" for k, v in row["annotations"].items() if k.endswith("Hint"))
         usable = "available" if row["available"] else f"unavailable: {row['reason']}"
@@ -173,6 +340,11 @@ def pin(args: argparse.Namespace) -> int:
         print(f"dropped {what}: {why}")
     if not args.accept and any(r["status"] != "pinned" for r in rows):
         print(f"review the descriptions, then: signoff pin {args.name} --accept")
+    reworded = [c.name for c in changes.values() if c.description_changed]
+    if reworded:
+        print(f"warning: the description of {', '.join(reworded)} was reworded since it was"
+              " pinned; a reworded description is how tool poisoning works: read it before"
+              " accepting")  # fmt: skip
     return EXIT_OK
 
 
@@ -189,32 +361,107 @@ async def _listing(server: ServerConfig) -> Any:
 
 
 def classify(args: argparse.Namespace) -> int:
-    editor = configuration.Editor(paths.config_path())
-    if args.name not in editor.document.get("servers", {}):
-        return _error(f"no server {args.name}")
-    editor.table("servers", args.name, "tools", args.tool)["class"] = args.side_effect
-    editor.save()
-    print(f"{args.name}/{args.tool} is {args.side_effect}")
+    return _set_tool(args.name, args.tool, f"{args.name}/{args.tool} is {args.side_effect}",
+                     side_effect=args.side_effect)  # fmt: skip
+
+
+def tool_settings(args: argparse.Namespace) -> int:
+    config = configuration.load(paths.config_path())
+    server = config.servers.get(args.name)
+    current = server.tools.get(args.tool) if server else None
+    fixed = dict(current.fixed) if current else {}
+    deny = list(current.deny) if current else []
+    for item in args.fix:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            return _error(f"--fix takes PARAM=JSON, not {item!r}")
+        try:
+            fixed[name] = loads(text)
+        except SignoffError:
+            fixed[name] = text  # a bare word is a string
+    for name in args.unfix:
+        fixed.pop(name, None)
+    deny = [d for d in [*deny, *args.deny] if d not in args.undeny]
+    deny = list(dict.fromkeys(deny))
+    settings: dict[str, Any] = {"fixed": fixed, "deny": deny}
+    if args.overrule_annotations:
+        settings["overrule_annotations"] = args.overrule_annotations == "yes"
+    summary = f"{args.name}/{args.tool}: fixed {json.dumps(fixed)}, denied {deny}"
+    if args.overrule_annotations:
+        summary += f", annotations {'overruled' if settings['overrule_annotations'] else 'kept'}"
+    return _set_tool(args.name, args.tool, summary, **settings)
+
+
+def _set_tool(server: str, tool: str, done: str, **settings: Any) -> int:
+    try:
+        before = configuration.load(paths.config_path())
+        after = manage.set_tool(paths.config_path(), server, tool, **settings)
+    except ConfigError as e:
+        return _error(str(e), type(e).__name__)
+    _record_policy(before, after)
+    print(done)
     return EXIT_OK
 
 
 def policy(args: argparse.Namespace) -> int:
-    rules = ("allow", "approve", "deny")
+    rules = ("allow", "approve", "deny", "default")
     target = args.target
     if len(target) not in (2, 3) or target[-1] not in rules:
-        return _error("usage: signoff policy CLASS allow|approve|deny, or NAME TOOL RULE")
-    editor = configuration.Editor(paths.config_path())
-    if len(target) == 2:
-        if target[0] not in [s.value for s in SideEffect]:
-            return _error(f"{target[0]} is not a side-effect class")
-        editor.table("policy")[target[0]] = target[1]
-    else:
-        if target[0] not in editor.document.get("servers", {}):
-            return _error(f"no server {target[0]}")
-        editor.table("servers", target[0], "tools", target[1])["policy"] = target[2]
-    editor.save()
-    print(f"policy: {' '.join(target[:-1])} -> {target[-1]}")
+        return _error("usage: signoff policy CLASS RULE, or NAME TOOL RULE"
+                      " (RULE: allow, approve, deny or default)")  # fmt: skip
+    rule = None if target[-1] == "default" else Rule(target[-1])
+    path = paths.config_path()
+    try:
+        before = configuration.load(path)
+        if len(target) == 2:
+            if target[0] not in [s.value for s in SideEffect]:
+                raise ConfigError(f"{target[0]} is not a side-effect class")
+            after = manage.set_class_rule(path, SideEffect(target[0]), rule)
+        else:
+            after = manage.set_tool(path, target[0], target[1], policy=rule)
+    except ConfigError as e:
+        return _error(str(e), type(e).__name__)
+    recorded = _record_policy(before, after)
+    print(f"policy: {' '.join(target[:-1])} -> {target[-1]}"
+          f"{'; recorded in the history' if recorded else ' (no change)'}")  # fmt: skip
     return EXIT_OK
+
+
+def settings(args: argparse.Namespace) -> int:
+    path = paths.config_path()
+    names = (*manage.TIMINGS, "notifications")
+    if not args.setting:
+        config = configuration.load(path)
+        for name in names:
+            print(f"{name} = {getattr(config, name)}")
+        for side_effect in SideEffect:
+            print(f"policy.{side_effect.value} = {config.policy().classes[side_effect].value}")
+        return EXIT_OK
+    if len(args.setting) != 2 or args.setting[0] not in names:
+        return _error(f"usage: signoff settings NAME VALUE|default (NAME: {', '.join(names)})")
+    name, text = args.setting
+    value: Any = None
+    if text != "default":
+        try:
+            value = text if name == "notifications" else float(text)
+        except ValueError:
+            return _error(f"{name} takes a number of seconds, not {text!r}", "ConfigError")
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+    try:
+        manage.set_setting(path, name, value)
+    except ConfigError as e:
+        return _error(str(e), type(e).__name__)
+    print(f"{name} = {text}")
+    return EXIT_OK
+
+
+def _record_policy(before: configuration.Config, after: configuration.Config) -> bool:
+    """Record a change of the rules in the chain, so the history shows when they changed."""
+    if before.policy().identity() == after.policy().identity():
+        return False
+    with Store.open(paths.database_path()) as store:
+        return manage.record_policy_change(store, before, after, by=f"operator:{getpass.getuser()}")
 
 
 # --- serving ---------------------------------------------------------------------------------

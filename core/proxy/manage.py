@@ -116,17 +116,17 @@ def pins_dir(path: Path) -> Path:
 
 def pin(path: Path, server: str, tools: Iterable[ListedTool]) -> Config:
     """Pin tools exactly as listed (the operator reviewed these), keeping their texts so that a
-    later change can be shown as a diff."""
+    later change can be shown as a diff. The texts are kept first: a text no pin names is
+    harmless, a pin whose text was lost can only be shown without its diff."""
     from core.proxy import pinstore
 
     tools = list(tools)
     editor = Editor(path)
     for tool in tools:
         _tool_table(editor, server, tool.name)["pin"] = tool.pin
-    config = editor.save()
     for tool in tools:
         pinstore.keep(pins_dir(path), tool)
-    return config
+    return editor.save()
 
 
 def set_tool(
@@ -161,19 +161,29 @@ def set_tool(
 
 def set_class_rule(path: Path, side_effect: SideEffect, rule: Rule | None) -> Config:
     """The rule for a class; None returns it to the default."""
-    editor = Editor(path)
-    _put(editor.table("policy"), side_effect.value, rule.value if rule else None)
-    if not editor.document["policy"]:
-        del editor.document["policy"]
-    return editor.save()
+    return set_policy(path, {side_effect: rule}, {})
 
 
 def set_setting(path: Path, name: str, value: Any) -> Config:
     """A top-level setting (a timing or ``notifications``); None returns it to the default."""
-    if name not in (*TIMINGS, "notifications"):
-        raise ConfigError(f"{name} is not a setting")
+    return set_policy(path, {}, {name: value})
+
+
+def set_policy(
+    path: Path, rules: Mapping[SideEffect, Rule | None], settings: Mapping[str, Any]
+) -> Config:
+    """Class rules and top-level settings in one save: all of them, or (refused) none."""
     editor = Editor(path)
-    _put(editor.document, name, value)
+    for name, value in settings.items():
+        if name not in (*TIMINGS, "notifications"):
+            raise ConfigError(f"{name} is not a setting")
+        _put(editor.document, name, value)
+    if rules:
+        table = editor.table("policy")
+        for side_effect, rule in rules.items():
+            _put(table, side_effect.value, rule.value if rule else None)
+        if not table:
+            del editor.document["policy"]
     return editor.save()
 
 

@@ -53,7 +53,7 @@ from core.errors import (
 from core.gate import Gate, GateConfig, Verdict, VerdictOutcome
 from core.limits import Limits
 from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest
-from core.proxy import wake
+from core.proxy import status, wake
 from core.proxy.config import Config, ServerConfig
 from core.proxy.pins import Listing, ToolState, evaluate, read_listing
 from core.proxy.upstream import Upstream
@@ -122,6 +122,7 @@ class Proxy:
         self.names = names
         self.store = store
         self.log_dir = log_dir
+        self.status_dir = log_dir.parent / "status"
         self.hold = config.hold_seconds if hold_seconds is None else hold_seconds
         self.upstreams: dict[str, Upstream] = {}
         self.listings: dict[str, Listing] = {}
@@ -143,7 +144,9 @@ class Proxy:
             except Exception as e:  # one bad server never takes the others down
                 self.problems[name] = f"{e} [{type(e).__name__}]"
                 log.error("server %s offers nothing: %s", name, self.problems[name])
+                status.record(self.status_dir, name, None, self.problems[name])
                 continue
+            status.record(self.status_dir, name, listing)
             self.upstreams[name] = upstream
             self.listings[name] = listing
             for what, why in listing.dropped:

@@ -1,0 +1,86 @@
+"""The last time each server was connected to, and what it listed or why it failed.
+
+A proxy launched by a host has no window: when its server fails to start, the operator would
+never see why. The proxy and ``signoff servers test`` write the outcome of each connection here
+(one small JSON file per server under ``<data dir>/status/``); the settings dialog reads it to
+show each server's state without starting it.
+
+Rules:
+
+1. Best effort: a status that cannot be written is logged, never raised (the call it
+   describes matters more than the note about it).
+2. A status file that cannot be read is treated as absent.
+3. It holds the tools' names, pins and annotations as listed: enough to tell new, pinned and
+   changed tools and annotation conflicts apart against the configuration, not their texts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.proxy.config import ServerConfig
+from core.proxy.pins import Listing, conflict
+from core.store import utc_now
+
+log = logging.getLogger("signoff.proxy")
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    at: str
+    error: str = ""  # "" when the connection worked
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> pin, annotations
+
+    def summary(self, server: ServerConfig) -> dict[str, int]:
+        """Counts of the listed tools by state under ``server``'s configuration."""
+        counts = {"pinned": 0, "new": 0, "changed": 0, "unclassified": 0, "conflicts": 0}
+        for name, listed in self.tools.items():
+            cfg = server.tools.get(name)
+            if cfg is None or cfg.pin is None:
+                counts["new"] += 1
+            elif cfg.pin == listed.get("pin"):
+                counts["pinned"] += 1
+            else:
+                counts["changed"] += 1
+            if cfg is None or cfg.side_effect is None:
+                counts["unclassified"] += 1
+            elif (
+                conflict(cfg.side_effect, listed.get("annotations") or {})
+                and not cfg.overrule_annotations
+            ):
+                counts["conflicts"] += 1
+        return counts
+
+
+def _path(directory: Path, server: str) -> Path:
+    return directory / f"{server}.json"
+
+
+def record(directory: Path, server: str, listing: Listing | None, error: str = "") -> None:
+    """The outcome of a connection; a failed one keeps the tools the last good one listed."""
+    if listing is not None:
+        tools = {t.name: {"pin": t.pin, "annotations": t.annotations} for t in listing.tools}
+    else:
+        before = read(directory, server)
+        tools = before.tools if before else {}
+    status = {"at": utc_now(), "error": error, "tools": tools}
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = _path(directory, server).with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(status, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(_path(directory, server))
+    except OSError as e:
+        log.warning("could not record the status of server %s: %s", server, e)
+
+
+def read(directory: Path, server: str) -> ServerStatus | None:
+    try:
+        value = json.loads(_path(directory, server).read_text(encoding="utf-8"))
+        return ServerStatus(str(value["at"]), str(value.get("error", "")), dict(value["tools"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,198 @@
+"""Changing the configuration from the CLI (the settings window uses the same operations):
+every change lands in the same TOML, keeps the operator's comments, and a refused one leaves
+the file as it was; a change of the rules is recorded in the chain."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.errors import ConfigError
+from core.policy import Rule
+from core.proxy import config as configuration
+from core.proxy import manage, status
+from core.store import Store
+from core.tools import SideEffect
+from core.verify import verify
+from tests.conftest import run_signoff
+from tests.proxy.rig import FAKE_SERVER, Rig
+
+TOOLS = [
+    {"name": "write_note", "description": "Appends a line.",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"},
+                                                      "mode": {"type": "string"}}}},
+]  # fmt: skip
+
+
+def ok(home: Path, *args: str) -> str:
+    done = run_signoff(*args, home=home)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def refused(home: Path, *args: str) -> str:
+    done = run_signoff(*args, home=home)
+    assert done.returncode == 2, done.stdout
+    return done.stderr
+
+
+def test_each_operation_keeps_the_operators_comments(home: Path) -> None:
+    path = home / "config.toml"
+    path.write_text('# my servers\n[servers.a]  # the first\ncommand = "true"\n')
+    manage.set_tool(path, "a", "t", side_effect="read_only", fixed={"mode": "0644"})
+    manage.set_class_rule(path, SideEffect.DESTRUCTIVE, Rule.DENY)
+    manage.set_setting(path, "grant_ttl_seconds", 60)
+    text = path.read_text()
+    assert "# my servers" in text and "# the first" in text
+    config = configuration.load(path)
+    assert config.servers["a"].tools["t"].fixed == {"mode": "0644"}
+    assert config.classes == {SideEffect.DESTRUCTIVE: Rule.DENY}
+    assert config.grant_ttl_seconds == 60
+    manage.set_class_rule(path, SideEffect.DESTRUCTIVE, None)
+    manage.set_setting(path, "grant_ttl_seconds", None)
+    config = configuration.load(path)
+    assert config.classes == {} and config.grant_ttl_seconds == configuration.DEFAULT_GRANT_TTL
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: manage.add_server(p, "bad name", "true"),
+        lambda p: manage.add_server(p, "a", "other"),  # taken
+        lambda p: manage.add_server(p, "b", "true", env=["NOT-A-NAME"]),
+        lambda p: manage.edit_server(p, "a", command="x", args=[], env=[], new_name="c"),  # taken
+        lambda p: manage.remove_server(p, "nope"),
+        lambda p: manage.set_tool(p, "nope", "t", side_effect="read_only"),
+        lambda p: manage.set_tool(p, "a", "t", fixed={"x": 1}, deny=["x"]),  # both
+        lambda p: manage.set_setting(p, "hold_seconds", -1),
+        lambda p: manage.set_setting(p, "notifications", "loud"),
+        lambda p: manage.set_setting(p, "unknown", 1),
+    ],
+    ids=["bad name", "name taken", "bad variable", "rename onto another", "remove unknown",
+         "unknown server", "fixed and denied", "negative time", "unknown notifications",
+         "unknown setting"],
+)  # fmt: skip
+@pytest.mark.guarantee("G-CONFIG-1")
+def test_a_refused_change_leaves_the_file_as_it_was(home: Path, change) -> None:
+    path = home / "config.toml"
+    manage.add_server(path, "a", "true")
+    manage.add_server(path, "c", "true")
+    before = path.read_bytes()
+    with pytest.raises(ConfigError):
+        change(path)
+    assert path.read_bytes() == before
+
+
+def test_rename_keeps_the_tools_settings(home: Path) -> None:
+    path = home / "config.toml"
+    manage.add_server(path, "a", "true")
+    manage.set_tool(path, "a", "t", side_effect="destructive", policy="deny")
+    manage.edit_server(path, "a", command="false", args=["-x"], env=["TOKEN"], new_name="b")
+    config = configuration.load(path)
+    assert list(config.servers) == ["b"]
+    b = config.servers["b"]
+    assert (b.command, b.args, b.env) == ("false", ("-x",), ("TOKEN",))
+    assert b.tools["t"].side_effect is SideEffect.DESTRUCTIVE and b.tools["t"].policy is Rule.DENY
+
+
+@pytest.mark.guarantee("G-CONFIG-1")
+def test_a_rule_change_from_the_cli_is_recorded_in_the_chain(home: Path) -> None:
+    ok(home, "servers", "add", "a", "--", "true")
+    out = ok(home, "policy", "read_only", "approve")
+    assert "recorded" in out
+    ok(home, "policy", "a", "t", "deny")
+    assert "no change" in ok(home, "policy", "a", "t", "deny")
+    ok(home, "policy", "a", "t", "default")
+    ok(home, "settings", "hold_seconds", "2")  # not a rule: not recorded
+    with Store.open(home / "signoff.db") as store:
+        with store.snapshot() as conn:
+            rows = conn.execute(
+                "SELECT run_id, payload FROM events WHERE kind = 'policy.changed' ORDER BY seq"
+            ).fetchall()
+        verify(store)
+    assert [r[0] for r in rows] == [None, None, None]
+    payloads = [json.loads(r[1]) for r in rows]
+    assert payloads[0]["policy"]["classes"]["read_only"] == "approve"
+    assert payloads[1]["policy"]["tools"] == {"a/t": "deny"}
+    assert payloads[2]["policy"]["tools"] == {}
+    assert all(p["before"] != p["after"] for p in payloads)
+    assert payloads[1]["before"] == payloads[0]["after"]
+
+
+def test_tool_settings_and_settings_from_the_cli(home: Path) -> None:
+    ok(home, "servers", "add", "a", "--", "true")
+    ok(home, "tool", "a", "w", "--fix", "mode=0644", "--fix", "n=3", "--deny", "force")
+    tool = configuration.load(home / "config.toml").servers["a"].tools["w"]
+    assert tool.fixed == {"mode": "0644", "n": 3} and tool.deny == ("force",)
+    ok(home, "tool", "a", "w", "--unfix", "n", "--undeny", "force", "--overrule-annotations", "yes")
+    tool = configuration.load(home / "config.toml").servers["a"].tools["w"]
+    assert tool.fixed == {"mode": "0644"} and tool.deny == () and tool.overrule_annotations
+    refused(home, "tool", "a", "w", "--fix", "mode=1", "--deny", "mode")
+    ok(home, "settings", "notifications", "tray")
+    ok(home, "settings", "call_timeout_seconds", "90")
+    shown = ok(home, "settings")
+    assert "notifications = tray" in shown and "call_timeout_seconds = 90.0" in shown
+    assert "ConfigError" in refused(home, "settings", "hold_seconds", "soon")
+    ok(home, "settings", "notifications", "default")
+    assert "notifications = each" in ok(home, "settings")
+
+
+def test_servers_remove_rename_and_replace_from_the_cli(home: Path) -> None:
+    ok(home, "servers", "add", "a", "--env", "TOKEN", "--", "true", "x")
+    refused(home, "servers", "add", "a", "--", "false")
+    ok(home, "servers", "add", "a", "--replace", "--", "false")
+    ok(home, "classify", "a", "t", "read_only")
+    ok(home, "servers", "rename", "a", "b")
+    config = configuration.load(home / "config.toml")
+    assert config.servers["b"].command == "false" and "t" in config.servers["b"].tools
+    ok(home, "servers", "remove", "b")
+    assert configuration.load(home / "config.toml").servers == {}
+    refused(home, "servers", "remove", "b")
+
+
+def test_servers_test_lists_tools_without_changing_the_configuration(home: Path) -> None:
+    script = home / "script.json"
+    script.write_text(json.dumps({"listing": json.dumps(TOOLS)}))
+    ok(home, "servers", "add", "notes", "--", sys.executable, str(FAKE_SERVER), str(script))
+    before = (home / "config.toml").read_bytes()
+    assert "write_note" in ok(home, "servers", "test", "notes")
+    assert (home / "config.toml").read_bytes() == before
+    last = status.read(home / "status", "notes")
+    assert last is not None and last.error == "" and set(last.tools) == {"write_note"}
+    listed = ok(home, "servers", "list")
+    assert "0 pinned, 1 new" in listed
+    # A command tried before it is added leaves no status and no configuration.
+    assert "write_note" in ok(
+        home, "servers", "test", "trial", "--", sys.executable, str(FAKE_SERVER), str(script)
+    )
+    assert status.read(home / "status", "trial") is None
+    assert (home / "config.toml").read_bytes() == before
+
+
+def test_a_failed_connection_is_noted_for_the_settings_window(home: Path) -> None:
+    ok(home, "servers", "add", "gone", "--", "/nonexistent/server")
+    assert "UpstreamStartFailed" in refused(home, "servers", "test", "gone")
+    last = status.read(home / "status", "gone")
+    assert last is not None and "UpstreamStartFailed" in last.error
+    assert "last connection failed" in ok(home, "servers", "list")
+
+
+def test_a_proxy_that_cannot_start_its_server_leaves_the_reason_for_the_operator(
+    home: Path,
+) -> None:
+    """A host-launched proxy has no window: its server's failure must be visible somewhere."""
+    import asyncio
+
+    rig = Rig(home)
+    rig.add("gone", "/nonexistent/server", [])
+
+    async def connect() -> None:
+        async with rig.client("gone") as session:
+            await session.list_tools()
+
+    asyncio.run(connect())
+    last = status.read(home / "status", "gone")
+    assert last is not None and "UpstreamStartFailed" in last.error
