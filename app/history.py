@@ -158,7 +158,7 @@ class HistoryWindow(QWidget):
         self.model.modelReset.connect(self._model_reset)
         splitter.addWidget(self.table)
 
-        tabs = QTabWidget()
+        tabs = self.tabs = QTabWidget()
         run_tab = QWidget()
         run_layout = QVBoxLayout(run_tab)
         request_row = QHBoxLayout()
@@ -202,6 +202,7 @@ class HistoryWindow(QWidget):
         self.recheck_view.setFont(mono)
         recheck_layout.addWidget(self.recheck_view, 1)
         tabs.addTab(recheck_tab, "Re-check")
+        self.recheck_tab = recheck_tab
         splitter.addWidget(tabs)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)

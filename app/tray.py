@@ -19,10 +19,13 @@ from app.dialog import ApprovalDialog
 from app.history import HistoryWindow
 from app.model import AppModel, Pending
 from app.notifier import Notifier
+from app.settings import SettingsWindow
 from app.watcher import Watcher
+from core import paths
 from core.approvals import approve, reject
 from core.errors import SignoffError
 from core.heads import HeadStore
+from core.proxy import config as configuration
 from core.proxy import wake
 from core.store import Store
 from core.sweep import sweep
@@ -74,6 +77,9 @@ class TrayApp(QObject):
         self.notifier.reject.connect(lambda i: self.decide(i, "reject", "from the notification"))
         self.dialogs: dict[str, ApprovalDialog] = {}
         self.history: HistoryWindow | None = None
+        self.settings: SettingsWindow | None = None
+        self.config_path = paths.config_path()
+        self.notifications = self._notifications()
         self.watcher = Watcher(store.path, self)
         self.watcher.changed.connect(self.refresh)
         self._sweeper = QTimer(self)
@@ -99,7 +105,7 @@ class TrayApp(QObject):
     def refresh(self) -> None:
         self.model.witness = self.witness.advance()
         fresh = self.model.refresh()
-        for p in fresh:
+        for p in fresh if self.notifications == "each" else ():
             self.notifier.notify(p)
         if self.history is not None and self.history.isVisible():
             self.history.refresh()
@@ -139,14 +145,39 @@ class TrayApp(QObject):
 
     def open_history(self) -> HistoryWindow:
         if self.history is None:
-            from core import paths
-
-            self.history = HistoryWindow(self.store, self.witness.heads, paths.config_path())
+            self.history = HistoryWindow(self.store, self.witness.heads, self.config_path)
             self.history.open_approval.connect(self.open_dialog)
         self.history.show()
         self.history.raise_()
         self.history.activateWindow()
         return self.history
+
+    def open_settings(self) -> SettingsWindow:
+        if self.settings is None:
+            self.settings = SettingsWindow(self.config_path, self.store)
+            self.settings.state.changed.connect(self._config_changed)
+            self.settings.state.recheck.connect(self.recheck_history)
+        self.settings.show()
+        self.settings.raise_()
+        self.settings.activateWindow()
+        return self.settings
+
+    def recheck_history(self) -> None:
+        """The history's re-check of every run against the rules as they are now."""
+        history = self.open_history()
+        history.tabs.setCurrentWidget(history.recheck_tab)
+        history.recheck_all()
+
+    def _config_changed(self) -> None:
+        self.notifications = self._notifications()
+        self.refresh()
+
+    def _notifications(self) -> str:
+        try:
+            return configuration.load(self.config_path).notifications
+        except SignoffError as e:  # a broken file: notify, the safe side
+            log.warning("configuration: %s", e)
+            return configuration.NOTIFICATIONS[0]
 
     def show_in_history(self, run_id: str) -> None:
         """The history window, with this run's details (from a notification's dialog)."""
@@ -201,8 +232,7 @@ class TrayApp(QObject):
         history = menu.addAction("History…")
         history.triggered.connect(self.open_history)
         settings = menu.addAction("Settings…")
-        settings.setEnabled(False)
-        settings.setToolTip("Coming in the next releases")
+        settings.triggered.connect(self.open_settings)
         chain = menu.addAction(
             f"Chain: verified to event {witness.head.seq if witness.head else 0}, {anchor}"
         )

@@ -107,3 +107,28 @@ def test_the_dialog_leads_to_the_run_in_the_history(store: Store, tray: TrayApp,
     assert tray.history is not None and tray.history.selected_run_id == approval.run_id
     tray.history.close()
     dialog.close()
+
+
+def test_the_settings_entry_opens_the_settings_window(tray: TrayApp, qtbot) -> None:
+    entry = next(a for a in tray.menu.actions() if a.text() == "Settings…")
+    assert entry.isEnabled()
+    entry.trigger()
+    assert tray.settings is not None and tray.settings.isVisible()
+    qtbot.addWidget(tray.settings)
+
+
+def test_with_notifications_set_to_tray_only_nothing_pops_up(
+    store: Store, tray: TrayApp, home: Path, qtbot
+) -> None:
+    from core import paths
+    from core.proxy import manage
+
+    manage.set_setting(paths.config_path(), "notifications", "tray")
+    settings = tray.open_settings()
+    qtbot.addWidget(settings)
+    settings.state.reload()
+    settings.state.changed.emit()  # as the window does after a save
+    make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    assert tray.notifier.sent == []
+    assert "1 waiting for you" in _texts(tray)

@@ -1,0 +1,139 @@
+"""The policy page: the rule for each side-effect class, and the proxy's timings."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.settings import SettingsState
+from core.policy import DEFAULT_RULES, Rule
+from core.proxy import config as configuration
+from core.proxy import manage
+from core.tools import SideEffect
+
+TIMINGS = {
+    "hold_seconds": (
+        "Hold a call needing approval", configuration.DEFAULT_HOLD,
+        "how long the host's call waits for your decision before it is told the request is"
+        " pending",
+    ),
+    "duplicate_window_seconds": (
+        "Duplicate window", configuration.DEFAULT_DUPLICATE_WINDOW,
+        "an identical mutating call within this waits for you instead of running again",
+    ),
+    "call_timeout_seconds": (
+        "Call timeout", configuration.DEFAULT_CALL_TIMEOUT,
+        "a server taking longer has an unknown outcome, which waits for you",
+    ),
+    "grant_ttl_seconds": (
+        "Approval lapses after", configuration.DEFAULT_GRANT_TTL,
+        "an approval not executed within this after you granted it lapses",
+    ),
+}  # fmt: skip
+NOTIFICATIONS = {
+    "each": "a notification for each request (stays until you decide)",
+    "tray": "the tray icon and its menu only",
+}
+
+
+class PolicyPage(QWidget):
+    def __init__(self, state: SettingsState) -> None:
+        super().__init__()
+        self.state = state
+        layout = QVBoxLayout(self)
+        rules = QGroupBox("What each class of tool may do")
+        rules_form = QFormLayout(rules)
+        self.rules: dict[SideEffect, QComboBox] = {}
+        for side_effect in SideEffect:
+            box = QComboBox()
+            for rule in Rule:
+                default = " (default)" if DEFAULT_RULES[side_effect] is rule else ""
+                box.addItem(f"{rule.value}{default}", rule.value)
+            self.rules[side_effect] = box
+            rules_form.addRow(side_effect.value, box)
+        layout.addWidget(rules)
+        timing = QGroupBox("Timing")
+        timing_form = QFormLayout(timing)
+        self.timings: dict[str, QDoubleSpinBox] = {}
+        for name, (label, default, why) in TIMINGS.items():
+            spin = QDoubleSpinBox()
+            spin.setRange(0, 86_400)
+            spin.setDecimals(0 if default >= 1 else 1)
+            spin.setSuffix(" s")
+            spin.setToolTip(f"{why} (default {default:g} s)")
+            self.timings[name] = spin
+            timing_form.addRow(f"{label} (default {default:g} s)", spin)
+        self.notifications = QComboBox()
+        for value, text in NOTIFICATIONS.items():
+            default = " (default)" if value == configuration.NOTIFICATIONS[0] else ""
+            self.notifications.addItem(f"{text}{default}", value)
+        timing_form.addRow("Notify me with", self.notifications)
+        layout.addWidget(timing)
+        row = QHBoxLayout()
+        self.save_button = QPushButton("Save policy")
+        self.save_button.clicked.connect(self.save)
+        self.recheck_button = QPushButton("Re-check the history against these rules…")
+        self.recheck_button.setToolTip("Which recorded decisions would these rules have changed?")
+        self.recheck_button.clicked.connect(state.recheck.emit)
+        row.addWidget(self.save_button)
+        row.addWidget(self.recheck_button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        layout.addWidget(self.message)
+        layout.addStretch(1)
+        state.changed.connect(self.refresh)
+        self.refresh()
+
+    def refresh(self) -> None:
+        config = self.state.config
+        policy = config.policy()
+        for side_effect, box in self.rules.items():
+            box.setCurrentIndex(box.findData(policy.classes[side_effect].value))
+        for name, spin in self.timings.items():
+            spin.setValue(getattr(config, name))
+        self.notifications.setCurrentIndex(self.notifications.findData(config.notifications))
+
+    def save(self) -> str:
+        """Write what the page shows, in one save; "" when saved, else what refused it."""
+        config = self.state.config
+        before = config.policy().identity()
+        rules: dict[SideEffect, Rule | None] = {}
+        for side_effect, box in self.rules.items():
+            rule = Rule(box.currentData())
+            keep = None if rule is DEFAULT_RULES[side_effect] else rule
+            if config.classes.get(side_effect) != keep:
+                rules[side_effect] = keep
+        settings: dict[str, object] = {}
+        for name, spin in self.timings.items():
+            value = spin.value()
+            if value != getattr(config, name):
+                settings[name] = int(value) if value.is_integer() else value
+        if self.notifications.currentData() != config.notifications:
+            settings["notifications"] = self.notifications.currentData()
+        if not rules and not settings:
+            return self._said("Nothing changed.") and ""
+        error = self.state.apply(lambda p: manage.set_policy(p, rules, settings))
+        if error:
+            return self._said(f"Not saved: {error}")
+        changed = self.state.config.policy().identity() != before
+        self._said(
+            "Saved. The rules changed and the change is recorded in the history; re-check it"
+            " to see which past decisions these rules would have changed."
+            if changed else "Saved."
+        )  # fmt: skip
+        return ""
+
+    def _said(self, text: str) -> str:
+        self.message.setText(text)
+        return text

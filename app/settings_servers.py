@@ -1,0 +1,341 @@
+"""The servers page: each configured server with its state; add, edit, remove, test."""
+
+from __future__ import annotations
+
+import shlex
+from functools import partial
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.connection import ConnectionTest
+from app.settings import SettingsState
+from core import paths
+from core.proxy import manage, status
+from core.proxy.config import ServerConfig
+from core.proxy.pins import Listing, evaluate
+
+COLUMNS = ("Server", "Command", "Tools", "Needs you", "Last connection")
+
+
+def _counts(server: ServerConfig, listing: Listing) -> dict[str, int]:
+    counts = {"pinned": 0, "new": 0, "changed": 0, "unclassified": 0, "conflicts": 0}
+    for tool in listing.tools:
+        state = evaluate(tool, server.tools.get(tool.name))
+        counts[state.status] += 1
+        if state.side_effect is None:
+            counts["unclassified"] += 1
+        if state.reason.startswith("annotation conflict"):
+            counts["conflicts"] += 1
+    return counts
+
+
+def describe(counts: dict[str, int]) -> tuple[str, str]:
+    """(the tools' pin states, what needs the operator) for a row."""
+    tools = f"{counts['pinned']} pinned, {counts['new']} new, {counts['changed']} changed"
+    needs = [
+        f"{counts['unclassified']} unclassified" if counts["unclassified"] else "",
+        f"{counts['conflicts']} annotation conflicts" if counts["conflicts"] else "",
+        f"{review} to review" if (review := counts["new"] + counts["changed"]) else "",
+    ]
+    return tools, ", ".join(n for n in needs if n) or "nothing"
+
+
+class ServerEditor(QDialog):
+    """Add or edit one server: name, command, arguments, and the variables passed through."""
+
+    connection_done = Signal()  # a test of the command listed its tools or failed
+
+    def __init__(self, state: SettingsState, name: str | None, parent: QWidget | None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.original = name
+        self.setWindowTitle(f"Edit server {name}" if name else "Add a server")
+        server = state.config.servers.get(name) if name else None
+        form = QFormLayout(self)
+        self.name = QLineEdit(name or "")
+        self.name.setPlaceholderText("letters, digits, - and _ (the host calls signoff proxy NAME)")
+        self.command = QLineEdit(server.command if server else "")
+        self.command.setPlaceholderText("npx, uvx, or a path")
+        self.args = QLineEdit(shlex.join(server.args) if server else "")
+        self.args.setPlaceholderText("as in a shell: -y @modelcontextprotocol/server-memory")
+        self.env = QLineEdit(" ".join(server.env) if server else "")
+        self.env.setPlaceholderText("names only, e.g. GITHUB_TOKEN; values are never stored")
+        form.addRow("Name", self.name)
+        form.addRow("Command", self.command)
+        form.addRow("Arguments", self.args)
+        form.addRow("Variables passed through", self.env)
+        self.test_button = QPushButton("Test connection")
+        self.test_button.clicked.connect(self.test)
+        self.outcome = QLabel()
+        self.outcome.setWordWrap(True)
+        self.outcome.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow(self.test_button, self.outcome)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self.save)
+        self.buttons.rejected.connect(self.reject)
+        form.addRow(self.buttons)
+        self.connection: ConnectionTest | None = None
+        self.listing: Listing | None = None  # what the last test listed, for self.tested
+        self.tested: ServerConfig | None = None
+
+    def server(self) -> ServerConfig:
+        """The server as the fields say (may raise ValueError for unbalanced quotes)."""
+        return ServerConfig(
+            self.name.text().strip(),
+            self.command.text().strip(),
+            tuple(shlex.split(self.args.text())),
+            tuple(self.env.text().replace(",", " ").split()),
+        )
+
+    def test(self) -> None:
+        try:
+            server = self.server()
+        except ValueError as e:
+            self.outcome.setText(f"The arguments cannot be read: {e}")
+            return
+        if not server.command:
+            self.outcome.setText("Give the command first.")
+            return
+        if self.connection is not None and self.connection.running:
+            self.connection.cancel()
+        self.listing, self.tested = None, server
+        self.connection = ConnectionTest(server.name or "test", server, parent=self)
+        self.connection.listed.connect(self._listed)
+        self.connection.failed.connect(self._failed)
+        self.outcome.setText("Starting the server…")
+        self.test_button.setEnabled(False)
+        self.connection.start()
+
+    def _listed(self, name: str, listing: Listing) -> None:
+        self.test_button.setEnabled(True)
+        names = ", ".join(t.name for t in listing.tools) or "no tools"
+        dropped = f"; {len(listing.dropped)} malformed tools left out" if listing.dropped else ""
+        self.outcome.setText(f"Connected: {len(listing.tools)} tools ({names}){dropped}.")
+        self.listing = listing
+        self.connection_done.emit()
+
+    def _failed(self, name: str, why: str) -> None:
+        self.test_button.setEnabled(True)
+        self.outcome.setText(f"Could not connect: {why}")
+        self.connection_done.emit()
+
+    def save(self) -> None:
+        try:
+            server = self.server()
+        except ValueError as e:
+            self.outcome.setText(f"The arguments cannot be read: {e}")
+            return
+        if self.original is None:
+            error = self.state.apply(
+                lambda p: manage.add_server(p, server.name, server.command, server.args, server.env)
+            )
+        else:
+            original = self.original
+            error = self.state.apply(
+                lambda p: manage.edit_server(
+                    p,
+                    original,
+                    command=server.command,
+                    args=server.args,
+                    env=server.env,
+                    new_name=server.name,
+                )
+            )
+        if error:
+            self.outcome.setText(f"Not saved: {error}")
+            return
+        if self.connection is not None and self.connection.running:
+            self.connection.cancel()
+        if self.listing is not None and self.tested == server:
+            self.state.listings[server.name] = self.listing
+        self.accept()
+
+    def done(self, result: int) -> None:
+        if self.connection is not None and self.connection.running:
+            self.connection.cancel()
+        super().done(result)
+
+
+class ServersPage(QWidget):
+    show_tools = Signal(str)
+
+    def __init__(self, state: SettingsState) -> None:
+        super().__init__()
+        self.state = state
+        self.tests: dict[str, ConnectionTest] = {}
+        self.editor: ServerEditor | None = None
+        layout = QVBoxLayout(self)
+        intro = QLabel(
+            "The MCP servers Signoff starts for your hosts. A tool is offered only once you"
+            " pinned and classified it; test a server to see its tools."
+        )
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.verticalHeader().setVisible(False)
+        self.table.doubleClicked.connect(lambda _: self._tools())
+        layout.addWidget(self.table, 1)
+        row = QHBoxLayout()
+        self.add_button = QPushButton("Add…")
+        self.edit_button = QPushButton("Edit…")
+        self.remove_button = QPushButton("Remove")
+        self.test_button = QPushButton("Test connection")
+        self.tools_button = QPushButton("Tools…")
+        for button, action in (
+            (self.add_button, self.add),
+            (self.edit_button, self.edit),
+            (self.remove_button, self.remove),
+            (self.test_button, self.test_selected),
+            (self.tools_button, self._tools),
+        ):
+            button.clicked.connect(action)
+            row.addWidget(button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.message)
+        state.changed.connect(self.refresh)
+        state.listed.connect(lambda _: self.refresh())
+        self.refresh()
+
+    # --- the table ------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        selected = self.selected()
+        servers = list(self.state.config.servers.values())
+        self.table.setRowCount(len(servers))
+        status_dir = paths.data_dir() / "status"
+        for n, server in enumerate(servers):
+            listing = self.state.listings.get(server.name)
+            last = status.read(status_dir, server.name) if listing is None else None
+            error = self.state.errors.get(server.name) or (last.error if last else "")
+            if server.name in self.tests and self.tests[server.name].running:
+                tools, needs, seen = "…", "…", "testing…"
+            elif listing is not None:
+                tools, needs = describe(_counts(server, listing))
+                seen = f"listed {len(listing.tools)} tools just now"
+            elif last is not None and last.tools:
+                tools, needs = describe(last.summary(server))
+                seen = f"{last.at[:19].replace('T', ' ')} UTC"
+            else:
+                tools, needs, seen = f"{len(server.tools)} configured", "a test", "never"
+            if error:
+                seen = f"failed: {error}"
+            cells = (server.name, shlex.join([server.command, *server.args]), tools, needs, seen)
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(text)
+                if c == 4 and error:
+                    item.setForeground(Qt.GlobalColor.red)
+                self.table.setItem(n, c, item)
+            if server.name == selected:
+                self.table.selectRow(n)
+        self.table.resizeColumnsToContents()
+        has = bool(servers)
+        for button in (self.edit_button, self.remove_button, self.test_button, self.tools_button):
+            button.setEnabled(has)
+
+    def selected(self) -> str | None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            item = self.table.item(rows[0].row(), 0)
+            return item.text() if item else None
+        return None
+
+    def select(self, name: str) -> None:
+        for n in range(self.table.rowCount()):
+            item = self.table.item(n, 0)
+            if item and item.text() == name:
+                self.table.selectRow(n)
+
+    # --- actions --------------------------------------------------------------------------
+
+    def add(self) -> ServerEditor:
+        return self._open_editor(None)
+
+    def edit(self) -> ServerEditor | None:
+        name = self.selected()
+        return self._open_editor(name) if name else None
+
+    def _open_editor(self, name: str | None) -> ServerEditor:
+        self.editor = ServerEditor(self.state, name, self)
+        self.editor.accepted.connect(partial(self._saved, self.editor))
+        self.editor.open()
+        return self.editor
+
+    def _saved(self, editor: ServerEditor) -> None:
+        name = editor.server().name
+        self.message.setText(f"Saved {name}. Next: review and pin its tools.")
+        self.refresh()
+        self.select(name)
+
+    def remove(self) -> None:
+        name = self.selected()
+        if name is None:
+            return
+        error = self.state.apply(lambda p: manage.remove_server(p, name))
+        self.state.listings.pop(name, None)
+        self.message.setText(f"Not removed: {error}" if error else f"Removed {name}.")
+
+    def test_selected(self) -> ConnectionTest | None:
+        name = self.selected()
+        return self.test(name) if name else None
+
+    def test(self, name: str) -> ConnectionTest:
+        """Start a server and list its tools, without blocking the window."""
+        old = self.tests.get(name)
+        if old is not None and old.running:
+            return old
+        test = ConnectionTest(name, parent=self)
+        test.listed.connect(self._listed)
+        test.failed.connect(self._failed)
+        self.tests[name] = test
+        self.message.setText(f"Starting {name}…")
+        test.start()
+        self.refresh()
+        return test
+
+    def _listed(self, name: str, listing: Listing) -> None:
+        self.state.listings[name] = listing
+        self.state.errors.pop(name, None)
+        dropped = "".join(f"\nleft out {what}: {why}" for what, why in listing.dropped)
+        self.message.setText(f"{name} lists {len(listing.tools)} tools.{dropped}")
+        self.state.listed.emit(name)
+
+    def _failed(self, name: str, why: str) -> None:
+        self.state.errors[name] = why
+        self.message.setText(f"{name}: could not connect: {why}")
+        self.state.listed.emit(name)
+
+    def cancel_tests(self) -> None:
+        for test in self.tests.values():
+            if test.running:
+                test.cancel()
+
+    def _tools(self) -> None:
+        name = self.selected()
+        if name:
+            self.show_tools.emit(name)

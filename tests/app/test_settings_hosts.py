@@ -1,0 +1,191 @@
+"""The MCP hosts page, offscreen, over a real Claude Desktop file in a temporary home: reading,
+importing, wiring with a preview, undoing, and refusals said on the page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.settings_hosts import HostsPage
+from core.host_backups import backups
+from core.hosts import Host, HostConfigError
+from core.proxy.config import load
+from tests.conftest import SIGNOFF
+
+DESKTOP = {
+    "globalShortcut": "Ctrl+Space",
+    "mcpServers": {
+        "notes": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"],
+            "env": {"NOTES_ROOT": "kept-by-the-host"},
+            "x-unknown": True,
+        },
+        "git": {"command": "uvx", "args": ["mcp-server-git"]},
+        "remote": {"type": "sse", "url": "https://example.com/sse"},
+    },
+    "preferences": {"theme": "dark"},
+}
+
+
+@pytest.fixture
+def desktop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    user = tmp_path / "user"
+    path = user / ".config" / "Claude" / "claude_desktop_config.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(DESKTOP, indent=2) + "\n")
+    monkeypatch.setenv("HOME", str(user))
+    return path
+
+
+@pytest.fixture
+def page(home: Path, desktop: Path, qtbot) -> HostsPage:
+    page = HostsPage(home / "config.toml")
+    qtbot.addWidget(page)
+    return page
+
+
+def column(page: HostsPage, number: int) -> list[str]:
+    return [page.table.item(row, number).text() for row in range(page.table.rowCount())]
+
+
+def test_the_page_offers_the_hosts_file_and_says_what_would_happen_to_each_server(
+    page: HostsPage, desktop: Path
+) -> None:
+    assert page.host() is Host.CLAUDE_DESKTOP
+    assert page.file_edit.text() == str(desktop)
+    assert page.read()
+    assert column(page, 0) == ["notes", "git", "remote"]
+    assert column(page, 1) == ["notes", "git", "-"]
+    assert column(page, 2)[2].startswith("skipped: a remote server")
+    assert page.checked() == ["notes", "git"]
+    remote = page.table.item(2, 0)
+    assert not remote.flags() & Qt.ItemFlag.ItemIsUserCheckable
+
+
+def test_importing_asks_first_then_adds_the_checked_servers(
+    page: HostsPage, home: Path, qtbot
+) -> None:
+    page.read()
+    page.set_checked("git", False)
+    page.import_selected()
+    assert page.dialog is not None
+    assert "notes: npx -y @modelcontextprotocol/server-filesystem" in page.dialog.text.toPlainText()
+    assert "kept-by-the-host" not in page.dialog.text.toPlainText()
+    with qtbot.waitSignal(page.servers_changed, timeout=5000):
+        page.dialog.accept_button.click()
+    assert page.dialog is None
+    assert set(load(home / "config.toml").servers) == {"notes"}
+    assert column(page, 2)[0] == "already in Signoff as notes"
+    assert page.error is None
+
+
+def test_cancelling_the_import_changes_nothing(page: HostsPage, home: Path, qtbot) -> None:
+    page.read()
+    page.import_selected()
+    assert page.dialog is not None
+    with qtbot.assertNotEmitted(page.servers_changed):
+        page.dialog.cancel_button.click()
+    assert page.dialog is None
+    assert not (home / "config.toml").exists()
+
+
+@pytest.mark.guarantee("G-HOST-1")
+def test_wiring_previews_the_change_writes_it_with_a_copy_and_undo_restores_it(
+    page: HostsPage, desktop: Path, home: Path, qtbot
+) -> None:
+    original = desktop.read_bytes()
+    page.read()
+    page.wire_selected()
+    dialog = page.dialog
+    assert dialog is not None
+    assert dialog.accept_button.text() == "Write"
+    assert dialog.text.isReadOnly()
+    preview = dialog.text.toPlainText()
+    assert '-      "command": "npx",' in preview
+    assert f'+      "command": "{SIGNOFF}",' in preview
+    assert desktop.read_bytes() == original  # nothing before Write
+
+    with qtbot.waitSignal(page.servers_changed, timeout=5000):
+        dialog.accept_button.click()
+
+    assert page.error is None
+    written = json.loads(desktop.read_text())
+    assert list(written) == list(DESKTOP)
+    assert written["preferences"] == {"theme": "dark"}
+    notes = written["mcpServers"]["notes"]
+    assert [notes["command"], *notes["args"]] == [str(SIGNOFF), "proxy", "notes"]
+    assert notes["env"]["NOTES_ROOT"] == "kept-by-the-host"
+    assert notes["x-unknown"] is True
+    assert written["mcpServers"]["remote"] == DESKTOP["mcpServers"]["remote"]
+    assert set(load(home / "config.toml").servers) == {"notes", "git"}
+    [backup] = backups(home / "config.toml")
+    assert backup.backup.read_bytes() == original
+    assert str(backup.backup) in page.message.text()
+
+    assert page.undo_last() is not None
+    assert desktop.read_bytes() == original
+    assert page.error is None
+
+
+def test_cancelling_the_write_leaves_the_file_and_the_configuration(
+    page: HostsPage, desktop: Path, home: Path
+) -> None:
+    original = desktop.read_bytes()
+    page.read()
+    page.wire_selected()
+    assert page.dialog is not None
+    page.dialog.cancel_button.click()
+    assert desktop.read_bytes() == original
+    assert not (home / "config.toml").exists()
+    assert backups(home / "config.toml") == []
+
+
+def test_a_malformed_host_file_is_said_plainly_and_nothing_changes(
+    page: HostsPage, tmp_path: Path, home: Path
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"mcpServers": {"a": {"command": "x",,}}}')
+    page.file_edit.setText(str(broken))
+    assert not page.read()
+    assert isinstance(page.error, HostConfigError)
+    assert str(broken) in page.message.text()
+    assert page.table.rowCount() == 0
+    page.import_selected()
+    page.wire_selected()
+    assert page.dialog is None
+    assert broken.read_text() == '{"mcpServers": {"a": {"command": "x",,}}}'
+    assert not (home / "config.toml").exists()
+
+
+def test_a_file_with_comments_is_listed_but_wiring_it_is_refused_on_the_page(
+    page: HostsPage, tmp_path: Path, home: Path
+) -> None:
+    commented = tmp_path / "mcp.json"
+    commented.write_text('{\n  // mine\n  "mcpServers": {"a": {"command": "x"}}\n}\n')
+    before = commented.read_bytes()
+    page.file_edit.setText(str(commented))
+    assert page.read()
+    assert page.checked() == ["a"]
+    page.wire_selected()
+    assert page.dialog is None
+    assert isinstance(page.error, HostConfigError)
+    assert commented.read_bytes() == before
+    assert not (home / "config.toml").exists()
+
+
+def test_undo_after_the_host_edited_the_file_is_refused_on_the_page(
+    page: HostsPage, desktop: Path
+) -> None:
+    page.read()
+    page.wire_selected()
+    assert page.dialog is not None
+    page.dialog.accept_button.click()
+    desktop.write_text(desktop.read_text().replace("dark", "light"))
+    edited = desktop.read_bytes()
+    assert page.undo_last() is None
+    assert isinstance(page.error, HostConfigError)
+    assert desktop.read_bytes() == edited
