@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.connection import ConnectionTest
+from app.connection import TIMEOUT_SECONDS, ConnectionTest
 from app.settings import SettingsState
 from core import paths
 from core.proxy import manage, status
@@ -180,6 +180,7 @@ class ServersPage(QWidget):
         self.state = state
         self.tests: dict[str, ConnectionTest] = {}
         self.editor: ServerEditor | None = None
+        self.timeout = TIMEOUT_SECONDS  # how long a server may take to list its tools
         layout = QVBoxLayout(self)
         intro = QLabel(
             "The MCP servers Signoff starts for your hosts. A tool is offered only once you"
@@ -309,7 +310,7 @@ class ServersPage(QWidget):
         old = self.tests.get(name)
         if old is not None and old.running:
             return old
-        test = ConnectionTest(name, parent=self)
+        test = ConnectionTest(name, timeout=self.timeout, parent=self)
         test.listed.connect(self._listed)
         test.failed.connect(self._failed)
         self.tests[name] = test

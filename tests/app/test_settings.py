@@ -227,6 +227,23 @@ def test_a_server_that_cannot_be_listed_gives_a_plain_message_and_changes_nothin
 
 
 @pytest.mark.guarantee("G-CONFIG-1")
+def test_a_server_that_never_answers_is_stopped_at_the_deadline_and_said_so(
+    home: Path, qtbot
+) -> None:
+    manage.add_server(
+        paths.config_path(), "mute", sys.executable, ["-c", "import time; time.sleep(600)"]
+    )
+    window = open_settings(home, qtbot)
+    window.servers.timeout = 2
+    window.servers.select("mute")
+    test = window.servers.test_selected()
+    assert test is not None and test.running  # the window is not blocked while it waits
+    with qtbot.waitSignal(window.state.listed, timeout=LISTED_MS):
+        pass
+    assert "did not answer initialize within 2 s" in window.state.errors["mute"]
+    assert not test.running
+
+
 def test_the_editor_refuses_a_bad_name_and_changes_nothing(home: Path, qtbot) -> None:
     manage.add_server(paths.config_path(), "kept", "true")
     before = paths.config_path().read_bytes()
