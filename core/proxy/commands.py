@@ -479,7 +479,8 @@ def proxy(args: argparse.Namespace) -> int:
         format="%(asctime)s %(process)d %(levelname)s %(message)s",
     )  # fmt: skip
     with Store.open(paths.database_path()) as store:
-        asyncio.run(serve(config, args.names, store, log_dir=log_dir, hold_seconds=args.hold))
+        asyncio.run(serve(config, args.names, store, log_dir=log_dir, hold_seconds=args.hold,
+                          config_path=paths.config_path()))  # fmt: skip
     return EXIT_OK
 
 

@@ -28,6 +28,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import secrets
@@ -55,6 +56,7 @@ from core.limits import Limits
 from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest
 from core.proxy import status, wake
 from core.proxy.config import Config, ServerConfig
+from core.proxy.config import load as load_config
 from core.proxy.pins import Listing, ToolState, evaluate, read_listing
 from core.proxy.upstream import Upstream
 from core.records import pending_requests
@@ -71,6 +73,17 @@ START_TIMEOUT = 60.0
 MUTATING = frozenset(
     {SideEffect.LOCAL_MUTATION, SideEffect.REMOTE_MUTATION, SideEffect.DESTRUCTIVE}
 )
+
+
+def _stamp(path: Path | None) -> tuple[int, int, int] | None:
+    """What tells a changed file apart: its inode, size and modification time."""
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class DuplicateRule:
@@ -117,8 +130,12 @@ class Proxy:
         log_dir: Path,
         hold_seconds: float | None = None,
         clock_wall: Callable[[], float] = time.time,
+        config_path: Path | None = None,
     ) -> None:
         self.config = config
+        self.config_path = config_path
+        self._config_stamp = _stamp(config_path)
+        self._hold_given = hold_seconds is not None
         self.names = names
         self.store = store
         self.log_dir = log_dir
@@ -235,7 +252,37 @@ class Proxy:
             )
         return tools
 
+    def reload_rules(self) -> bool:
+        """Take up the rules and timings as the configuration file says now, when it changed.
+
+        A rule the operator tightened applies to the next call, without restarting the proxy.
+        The tool set (pins, classes, fixed and denied parameters) stays as it was at start: a
+        tool's class is part of what the gate pinned. A file that no longer reads keeps the
+        rules last read, and says so in the log."""
+        stamp = _stamp(self.config_path)
+        if stamp == self._config_stamp or self.config_path is None:
+            return False
+        self._config_stamp = stamp
+        try:
+            new = load_config(self.config_path)
+        except SignoffError as e:
+            log.error("the configuration no longer reads; the rules stay as they were: %s", e)
+            return False
+        self.policy.inner = new.policy()
+        self.config = dataclasses.replace(
+            self.config,
+            classes=new.classes,
+            duplicate_window_seconds=new.duplicate_window_seconds,
+            call_timeout_seconds=new.call_timeout_seconds,
+            grant_ttl_seconds=new.grant_ttl_seconds,
+        )
+        if not self._hold_given:
+            self.hold = new.hold_seconds
+        log.info("rules reloaded: policy %s", self.policy.identity()[:16])
+        return True
+
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        self.reload_rules()
         if name == STATUS_TOOL:
             return _text(self.status())
         exposed = self.exposed.get(name)
@@ -569,13 +616,22 @@ def _pending(
     )
 
 
-async def serve(config: Config, names: list[str], store: Store, *, log_dir: Path,
-                hold_seconds: float | None = None) -> None:  # fmt: skip
+async def serve(
+    config: Config,
+    names: list[str],
+    store: Store,
+    *,
+    log_dir: Path,
+    hold_seconds: float | None = None,
+    config_path: Path | None = None,
+) -> None:
     """Run the proxy over this process's stdin and stdout until the host closes them."""
     from mcp.server.lowlevel.server import Server
     from mcp.server.stdio import stdio_server
 
-    proxy = Proxy(config, names, store, log_dir=log_dir, hold_seconds=hold_seconds)
+    proxy = Proxy(
+        config, names, store, log_dir=log_dir, hold_seconds=hold_seconds, config_path=config_path
+    )
     await proxy.start()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:

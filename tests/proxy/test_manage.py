@@ -196,3 +196,32 @@ def test_a_proxy_that_cannot_start_its_server_leaves_the_reason_for_the_operator
     asyncio.run(connect())
     last = status.read(home / "status", "gone")
     assert last is not None and "UpstreamStartFailed" in last.error
+
+
+def test_a_rule_changed_while_a_proxy_runs_applies_to_its_next_call(home: Path) -> None:
+    """No restart of the host needed: the proxy takes up the file's rules when it changed."""
+    import asyncio
+
+    from tests.proxy.rig import text
+
+    rig = Rig(home)
+    notes = home / "notes.txt"
+    rig.add_fake("notes", [
+        {"name": "read_note", "description": "Reads.", "inputSchema": {"type": "object"}},
+    ], notes=str(notes))  # fmt: skip
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only")
+
+    async def scenario() -> tuple[str, str, str]:
+        async with rig.client("notes") as session:
+            first = await session.call_tool("read_note", {})
+            rig.signoff("policy", "read_only", "deny")
+            second = await session.call_tool("read_note", {"again": 1})
+            (home / "config.toml").write_text("not = [toml")  # a broken file keeps the rules
+            third = await session.call_tool("read_note", {"again": 2})
+            return text(first), text(second), text(third)
+
+    first, second, third = asyncio.run(scenario())
+    assert "denied" not in first.lower()
+    assert "denied" in second.lower() or "deny" in second.lower()
+    assert "denied" in third.lower() or "deny" in third.lower()
