@@ -336,6 +336,9 @@ def pin(args: argparse.Namespace) -> int:
         usable = "available" if row["available"] else f"unavailable: {row['reason']}"
         print(f"{row['tool']}: {row['status']}, class {row['class'] or '-'}"
               f"{f', annotations {marks}' if marks else ''}; {usable}")  # fmt: skip
+        if row["status"] == "new":  # what the operator is asked to pin: the whole text
+            for line in pindiff.visible(row["description"] or "(no description)").splitlines():
+                print(f"    {line}")
     for what, why in listing.dropped:
         print(f"dropped {what}: {why}")
     if not args.accept and any(r["status"] != "pinned" for r in rows):

@@ -225,3 +225,16 @@ def test_a_rule_changed_while_a_proxy_runs_applies_to_its_next_call(home: Path) 
     assert "denied" not in first.lower()
     assert "denied" in second.lower() or "deny" in second.lower()
     assert "denied" in third.lower() or "deny" in third.lower()
+
+
+def test_signoff_pin_prints_each_new_tools_whole_description_with_hidden_characters_shown(
+    home: Path,
+) -> None:
+    rig = Rig(home)
+    rig.add_fake("notes", [
+        {"name": "write_note", "description": "Appends a line.\nSecond line\u001b[8m hidden",
+         "inputSchema": {"type": "object"}},
+    ])  # fmt: skip
+    out = ok(home, "pin", "notes")
+    assert "    Appends a line." in out
+    assert "    Second line⟨U+001B⟩[8m hidden" in out
