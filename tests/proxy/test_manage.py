@@ -238,3 +238,29 @@ def test_signoff_pin_prints_each_new_tools_whole_description_with_hidden_charact
     out = ok(home, "pin", "notes")
     assert "    Appends a line." in out
     assert "    Second line⟨U+001B⟩[8m hidden" in out
+
+
+@pytest.mark.guarantee("G-PROXY-3")
+def test_a_server_gets_only_path_home_tmpdir_and_the_variables_named(home: Path) -> None:
+    """A real started server's environment, as it saw it: no secret of the operator's shell."""
+    seen = home / "environment.json"
+    script = home / "script.json"
+    script.write_text(json.dumps({"listing": json.dumps(TOOLS)}))
+    dump = (
+        "import json, os, runpy, sys;"
+        f"open({str(seen)!r}, 'w').write(json.dumps(dict(os.environ)));"
+        f"sys.argv = [{str(FAKE_SERVER)!r}, {str(script)!r}];"
+        f"runpy.run_path({str(FAKE_SERVER)!r}, run_name='__main__')"
+    )
+    ok(home, "servers", "add", "envy", "--env", "NAMED_TOKEN", "--", sys.executable, "-c", dump)
+    done = run_signoff(
+        "servers", "test", "envy", home=home,
+        env={"NAMED_TOKEN": "passed", "UNNAMED_SECRET": "kept-back", "TMPDIR": "/tmp"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    environment = json.loads(seen.read_text())
+    assert environment.get("NAMED_TOKEN") == "passed"
+    assert "UNNAMED_SECRET" not in environment and "SIGNOFF_HOME" not in environment
+    allowed = {"PATH", "HOME", "TMPDIR", "NAMED_TOKEN"}
+    # The interpreter itself may add a few of its own (e.g. LC_CTYPE coercion); nothing else.
+    assert set(environment) - allowed <= {"LC_CTYPE"}, sorted(set(environment) - allowed)
