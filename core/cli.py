@@ -7,6 +7,7 @@ work (no database, unsafe permissions, a newer schema, bad usage).
 from __future__ import annotations
 
 import argparse
+import importlib
 import io
 import json
 import os
@@ -81,9 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Hidden commands: a bundle has no ``python -m``, so what Signoff starts as a module runs as
+# ``signoff _NAME ARGS``. Not in the parser, so neither in ``--help`` nor in the README.
+HIDDEN = {"_demo-server": "core.demo.server"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0] in HIDDEN:
+        module = importlib.import_module(HIDDEN[given[0]])
+        hidden: int = module.main(given[1:])
+        return hidden
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(given)
     if args.command is None:
         parser.print_help()
         return EXIT_OK

@@ -188,7 +188,7 @@ def configure(home: Path, ui: Out) -> None:
         "Set up the notes server, with the commands you would use for a real one."
         f" Its folder is {notes}."
     )
-    server = [sys.executable, "-m", "core.demo.server", str(notes)]
+    server = [*demo_server_command(), str(notes)]
     signoff_cli(ui, "servers", "add", SERVER, "--", *server)
     signoff_cli(ui, "pin", SERVER, "--accept")
     for tool, side_effect in CLASSES.items():
@@ -261,8 +261,23 @@ def stop_app(app: subprocess.Popen[bytes], ui: Out) -> None:
     ui.say("The demo's Signoff app is closed.")
 
 
+def frozen() -> bool:
+    """True in a bundle (PyInstaller): ``sys.executable`` is ``signoff`` itself, no Python."""
+    return bool(getattr(sys, "frozen", False))
+
+
+def demo_server_command() -> list[str]:
+    """The notes server: a module of this Python, or the bundle's hidden command."""
+    if frozen():
+        return [str(Path(sys.executable).absolute()), "_demo-server"]
+    return [sys.executable, "-m", "core.demo.server"]
+
+
 def signoff_command(what: str) -> list[str]:
-    """``signoff`` as installed beside this Python, or the module it runs."""
+    """``signoff`` as installed beside this Python (or the bundle itself), or the module it
+    runs."""
+    if frozen():
+        return [str(Path(sys.executable).absolute())]
     script = Path(sys.executable).with_name("signoff")
     if script.is_file():
         return [str(script)]
@@ -271,7 +286,7 @@ def signoff_command(what: str) -> list[str]:
 
 def signoff_word() -> str:
     """How the person runs ``signoff`` in another terminal."""
-    script = Path(sys.executable).with_name("signoff")
+    script = Path(sys.executable) if frozen() else Path(sys.executable).with_name("signoff")
     found = shutil.which("signoff")
     if not script.is_file() or (found is not None and Path(found).resolve() == script.resolve()):
         return "signoff"
@@ -489,7 +504,18 @@ def farewell(home: Path, ui: Out, *, app_ran: bool) -> None:
     if app_ran and kept_head(home / paths.DATABASE_NAME):
         key = shlex.quote(f"db:{home / paths.DATABASE_NAME}")
         ui.say("The app also kept the demo chain's head in your OS keyring; remove it with:")
-        ui.say(f"{shlex.quote(sys.executable)} -m keyring del signoff {key}", indent=2, wrap=False)
+        ui.say(keyring_removal(key), indent=2, wrap=False)
+
+
+def keyring_removal(key: str) -> str:
+    """The command that removes the demo's head (``key``, quoted) from the OS keyring."""
+    if not frozen():
+        return f"{shlex.quote(sys.executable)} -m keyring del signoff {key}"
+    if sys.platform == "darwin":
+        return f"security delete-generic-password -s signoff -a {key}"
+    if sys.platform == "win32":
+        return f"(Windows Credential Manager: the generic credential signoff, user {key})"
+    return f"secret-tool clear service signoff username {key}"  # libsecret-tools
 
 
 def kept_head(database: Path) -> bool:
