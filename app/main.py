@@ -7,13 +7,18 @@ import asyncio
 import hashlib
 import logging
 import sys
+from pathlib import Path
 
+from PySide6.QtGui import QIcon
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
+from app import autostart
 from core import paths
 from core.heads import KeyringHeadStore
 from core.store import Store
+
+APP_ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "app.svg"
 
 
 def instance_name() -> str:
@@ -40,7 +45,9 @@ def run(argv: list[str] | None = None) -> int:
 
     app = QApplication.instance() or QApplication(argv or sys.argv)
     app.setApplicationName("Signoff")
-    app.setDesktopFileName("signoff")
+    # The desktop entry's id: Wayland's app id, and how a desktop matches windows to the entry.
+    app.setDesktopFileName(autostart.APP_ID)
+    app.setWindowIcon(QIcon(str(APP_ICON)))
     app.setQuitOnLastWindowClosed(False)
     if hand_over():
         print("Signoff is already running; it now shows what waits.")
