@@ -6,12 +6,15 @@
 #   manager, for scripts/screenshots.sh): the tray app on a real X server
 #   (tests/app/test_xvfb_*.py, scripts/screenshots.sh);
 #   libxcb-*, libxkbcommon-x11-0: what Qt's xcb platform plugin loads.
+#   desktop-file-utils (desktop-file-validate): the desktop entries (tests/packaging);
+#   binutils (strip): PyInstaller strips the bundle's libraries (packaging/build-linux.sh).
 # Elsewhere it says what is missing; tests needing it skip locally and fail in CI.
 set -euo pipefail
 packages=(dbus gnome-keyring
     xvfb xdotool x11-utils imagemagick xfce4-notifyd trayer openbox
     libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
-    libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0)
+    libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0
+    desktop-file-utils binutils)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
