@@ -457,7 +457,11 @@ def signoff_command() -> list[str]:
     """The absolute command a host should launch for this Signoff (hosts start servers with a
     minimal PATH, so never a bare name)."""
     if getattr(sys, "frozen", False):
-        return [str(Path(sys.executable).absolute())]
+        # On Windows the tray app is a windowed executable a host cannot talk to over stdio;
+        # the console `signoff.exe` beside it is the one to launch.
+        here = Path(sys.executable).absolute()
+        console = here.with_name("signoff.exe" if here.suffix == ".exe" else "signoff")
+        return [str(console if console.is_file() else here)]
     for name in ("signoff", "signoff.exe"):
         script = Path(sys.executable).with_name(name)
         if script.is_file():

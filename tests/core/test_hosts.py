@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -591,3 +592,16 @@ def test_the_command_line_refuses_a_malformed_file_and_changes_nothing(
 def test_the_command_a_host_launches_is_the_absolute_installed_script() -> None:
     assert signoff_command() == [str(SIGNOFF)]
     assert Path(signoff_command()[0]).is_absolute()
+
+
+def test_a_frozen_app_names_the_console_command_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A windowed tray executable cannot serve a host over stdio: the console one is named."""
+    app, console = tmp_path / "signoff-app.exe", tmp_path / "signoff.exe"
+    app.write_bytes(b"")
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", str(app))
+    assert signoff_command() == [str(app)]  # no console beside it: itself
+    console.write_bytes(b"")
+    assert signoff_command() == [str(console)]
