@@ -217,6 +217,7 @@ def test_a_server_that_cannot_be_listed_gives_a_plain_message_and_changes_nothin
     manage.add_server(paths.config_path(), "bad", command, args)
     before = paths.config_path().read_bytes()
     window = open_settings(home, qtbot)
+    window.servers.timeout = 3  # the garbage server never answers: do not wait a minute
     test_tools(window, qtbot, "bad")
     assert error in window.state.errors["bad"]
     assert "could not connect" in window.servers.message.text()
