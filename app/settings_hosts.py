@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.widgets import message_label
 from core.errors import SignoffError
 from core.host_backups import Backup, undo, write_wire
 from core.hosts import (
@@ -138,9 +139,7 @@ class HostsPage(QWidget):
         actions.addStretch(1)
         layout.addLayout(actions)
 
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message = message_label()
         layout.addWidget(self.message)
 
         self.host_box.currentIndexChanged.connect(self._host_chosen)

@@ -7,7 +7,6 @@ from functools import partial
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -15,7 +14,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -23,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from app.connection import TIMEOUT_SECONDS, ConnectionTest
 from app.settings import SettingsState
+from app.widgets import message_label, row_table
 from core import paths
 from core.proxy import manage, status
 from core.proxy.config import ServerConfig
@@ -80,9 +79,7 @@ class ServerEditor(QDialog):
         form.addRow("Variables passed through", self.env)
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.test)
-        self.outcome = QLabel()
-        self.outcome.setWordWrap(True)
-        self.outcome.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.outcome = message_label()
         form.addRow(self.test_button, self.outcome)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
@@ -188,13 +185,7 @@ class ServersPage(QWidget):
         )
         intro.setWordWrap(True)
         layout.addWidget(intro)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.verticalHeader().setVisible(False)
+        self.table = row_table(COLUMNS)
         self.table.doubleClicked.connect(lambda _: self._tools())
         layout.addWidget(self.table, 1)
         row = QHBoxLayout()
@@ -214,9 +205,7 @@ class ServersPage(QWidget):
             row.addWidget(button)
         row.addStretch(1)
         layout.addLayout(row)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message = message_label()
         layout.addWidget(self.message)
         state.changed.connect(self.refresh)
         state.listed.connect(lambda _: self.refresh())

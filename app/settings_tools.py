@@ -9,7 +9,6 @@ import json
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontDatabase
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.settings import SettingsState
+from app.widgets import message_label, row_table
 from core import canonical
 from core.errors import JSONRefused, SchemaRefused
 from core.policy import Rule
@@ -121,19 +121,11 @@ class ToolsPage(QWidget):
         self.pin_all_button.clicked.connect(self.pin_all_new)
         top.addWidget(self.pin_all_button)
         layout.addLayout(top)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message = message_label()
         layout.addWidget(self.message)
 
         split = QSplitter()
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table = row_table(COLUMNS)
         self.table.itemSelectionChanged.connect(self._show_selected)
         split.addWidget(self.table)
         split.addWidget(self._detail())

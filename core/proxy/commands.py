@@ -8,6 +8,8 @@ import getpass
 import json
 import logging
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from core import paths
@@ -205,31 +207,21 @@ def servers_list(args: argparse.Namespace) -> int:
 
 
 def servers_remove(args: argparse.Namespace) -> int:
-    try:
-        before = configuration.load(paths.config_path())
-        after = manage.remove_server(paths.config_path(), args.name)
-    except ConfigError as e:
-        return _error(str(e), type(e).__name__)
-    _record_policy(before, after)
-    print(f"removed server {args.name}")
-    return EXIT_OK
+    name = args.name
+    return _apply(lambda p: manage.remove_server(p, name), f"removed server {name}")
 
 
 def servers_rename(args: argparse.Namespace) -> int:
-    try:
-        before = configuration.load(paths.config_path())
-        server = before.servers.get(args.name)
+    name, new_name = args.name, args.new_name
+
+    def rename(path: Path) -> configuration.Config:
+        server = configuration.load(path).servers.get(name)
         if server is None:
-            raise ConfigError(f"no server {args.name}")
-        after = manage.edit_server(
-            paths.config_path(), args.name, command=server.command, args=server.args,
-            env=server.env, new_name=args.new_name,
-        )  # fmt: skip
-    except ConfigError as e:
-        return _error(str(e), type(e).__name__)
-    _record_policy(before, after)
-    print(f"renamed server {args.name} to {args.new_name}")
-    return EXIT_OK
+            raise ConfigError(f"no server {name}")
+        return manage.edit_server(path, name, command=server.command, args=server.args,
+                                  env=server.env, new_name=new_name)  # fmt: skip
+
+    return _apply(rename, f"renamed server {name} to {new_name}")
 
 
 def servers_test(args: argparse.Namespace) -> int:
@@ -396,9 +388,14 @@ def tool_settings(args: argparse.Namespace) -> int:
 
 
 def _set_tool(server: str, tool: str, done: str, **settings: Any) -> int:
+    return _apply(lambda p: manage.set_tool(p, server, tool, **settings), done)
+
+
+def _apply(change: Callable[[Path], configuration.Config], done: str) -> int:
+    """Make one change to the configuration, record a change of the rules, say what was done."""
     try:
         before = configuration.load(paths.config_path())
-        after = manage.set_tool(paths.config_path(), server, tool, **settings)
+        after = change(paths.config_path())
     except ConfigError as e:
         return _error(str(e), type(e).__name__)
     _record_policy(before, after)
