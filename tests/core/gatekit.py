@@ -128,6 +128,9 @@ def rebuild(store: Store) -> dict[str, Any]:
     for run_id, idx, kind, text in rows:
         p = canonical.loads(text)
         assert isinstance(p, dict)
+        if run_id is None:  # an event of no run (the operator's configuration): no state
+            assert kind in ("policy.changed",), kind
+            continue
         run = runs.setdefault(run_id, {})
         if kind == "run.started":
             run.update(status="RUNNING", end_reason=None, result=None, step_count=0, failures=0)

@@ -264,3 +264,12 @@ def test_a_server_gets_only_path_home_tmpdir_and_the_variables_named(home: Path)
     allowed = {"PATH", "HOME", "TMPDIR", "NAMED_TOKEN"}
     # The interpreter itself may add a few of its own (e.g. LC_CTYPE coercion); nothing else.
     assert set(environment) - allowed <= {"LC_CTYPE"}, sorted(set(environment) - allowed)
+
+
+def test_a_recorded_rule_change_leaves_the_state_tables_as_the_events_say(home: Path) -> None:
+    from tests.core.gatekit import check_consistency
+
+    ok(home, "servers", "add", "a", "--", "true")
+    ok(home, "policy", "destructive", "deny")
+    with Store.open(home / "signoff.db") as store:
+        check_consistency(store)
