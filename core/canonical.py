@@ -64,7 +64,7 @@ def dumps(value: Any) -> bytes:
             raise LoneSurrogate("a string holds a lone UTF-16 surrogate") from None
         except (RecursionError, ValueError):
             raise NotJSON("the value is nested too deeply to canonicalise") from None
-    _refuse_floats_written_as_big_integers(value)
+    _refuse_numbers_out_of_range(value)
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError as e:
@@ -163,29 +163,41 @@ def _object_without_duplicates(pairs: list[tuple[str, JSONValue]]) -> dict[str, 
 
 
 def _exact_int(text: str) -> int:
-    n = int(text)
-    if not -MAX_SAFE_INTEGER <= n <= MAX_SAFE_INTEGER:
+    # JSON writes no leading zeros: past 16 digits an integer is out of range, and past 4300
+    # Python refuses to convert it at all (a plain ValueError), so the length decides first.
+    if (
+        len(text.lstrip("-")) > _SAFE_DIGITS
+        or not -MAX_SAFE_INTEGER <= int(text) <= MAX_SAFE_INTEGER
+    ):
         raise IntegerOutOfRange(
-            f"{text} is outside ±(2^53-1) and would change value in other readers;"
+            f"{_shown(text)} is outside ±(2^53-1) and would change value in other readers;"
             " send it as a string"
         )
-    return n
+    return int(text)
 
 
 def _exact_float(text: str) -> float:
     f = float(text)
     if not math.isfinite(f):
-        raise NonFiniteNumber(f"{text} overflows a double")
+        raise NonFiniteNumber(f"{_shown(text)} overflows a double")
     # Accepted only if writing it back (shortest round-trip form) names the same number.
     if Decimal(text) != Decimal(repr(f)):
         raise ImpreciseNumber(
-            f"{text} cannot be held exactly; it would be read as {f!r}; send it as a string"
+            f"{_shown(text)} cannot be held exactly; it would be read as {f!r}; send it as a string"
         )
     if _written_as_big_integer(f):
         raise IntegerOutOfRange(
-            f"{text} would be written as an integer outside ±(2^53-1); send it as a string"
+            f"{_shown(text)} would be written as an integer outside ±(2^53-1); send it as a string"
         )
     return f
+
+
+_SAFE_DIGITS = len(str(MAX_SAFE_INTEGER))
+
+
+def _shown(number: str) -> str:
+    """A number as a message shows it: whole, or its start and its length."""
+    return number if len(number) <= 40 else f"{number[:24]}… ({len(number)} characters)"
 
 
 # RFC 8785 writes a double in plain digits below 1e21; an integral one past 2^53 then reads
@@ -197,7 +209,7 @@ def _written_as_big_integer(f: float) -> bool:
     return MAX_SAFE_INTEGER < abs(f) < _PLAIN_DIGITS_LIMIT and f.is_integer()
 
 
-def _refuse_floats_written_as_big_integers(value: Any) -> None:
+def _refuse_numbers_out_of_range(value: Any) -> None:
     stack = [value]
     seen: set[int] = set()
     while stack:
@@ -211,6 +223,14 @@ def _refuse_floats_written_as_big_integers(value: Any) -> None:
                 raise IntegerOutOfRange(
                     f"{v!r} would be written as an integer outside ±(2^53-1); send it as a string"
                 )
+        elif isinstance(v, int) and not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+            # Refused here, not by rfc8785, whose message converts the integer to text: past
+            # 4300 digits that conversion itself fails with a plain ValueError.
+            shown = _shown(str(v)) if v.bit_length() <= 14_000 else f"{v.bit_length()} bits"
+            raise IntegerOutOfRange(
+                f"{shown} is outside ±(2^53-1) and would change value in other readers;"
+                " send it as a string"
+            )
         elif isinstance(v, list | tuple):
             stack.extend(v)
         elif isinstance(v, dict):

@@ -47,6 +47,8 @@ from core.proxy.manage import add_server
 BACKUP_DIR = "host-backups"
 MANIFEST = "manifest.json"
 _BOM = b"\xef\xbb\xbf"
+MAX_DEPTH = 128  # no host writes a file this deep
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class HostConfigError(ConfigError):
@@ -107,7 +109,9 @@ def existing_path(host: Host) -> Path | None:
 
 @dataclass(frozen=True)
 class HostEntry:
-    key: str  # unique in the file: the name, or ``name@project`` in ~/.claude.json's projects
+    # Unique in the file: the name, or ``name@project`` in ~/.claude.json's projects (with
+    # ``#2`` after it should a user-level server already be named so).
+    key: str
     name: str  # the host's name for the server
     table: tuple[str, ...]  # the keys leading to its servers table
     spec: dict[str, Any]
@@ -156,14 +160,33 @@ def read_host(path: Path, host: Host) -> HostFile:
         raise HostConfigError(
             f"{path}: the key {e.args[0]!r} is named twice in one object"
         ) from None
+    except ValueError as e:  # a number of more digits than Python converts
+        raise HostConfigError(f"{path}: not JSON this reader can hold: {e}") from None
+    except RecursionError:
+        raise HostConfigError(f"{path}: not JSON this reader can hold: nested too deeply") from None
     if not isinstance(document, dict):
         raise HostConfigError(f"{path}: the top level is not a JSON object")
+    if _deeper_than(document, MAX_DEPTH):
+        # Planning copies and writes the document back: past this, that could exhaust the stack.
+        raise HostConfigError(f"{path}: nested deeper than {MAX_DEPTH} levels")
     entries = tuple(_entries(path, host, document))
     return HostFile(path, host, raw, text, document, entries, plain != text)
 
 
 class _KeyTwice(Exception):
     pass
+
+
+def _deeper_than(document: Any, limit: int) -> bool:
+    stack = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > limit:
+                return True
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -227,6 +250,7 @@ def _entries(path: Path, host: Host, document: dict[str, Any]) -> Iterable[HostE
         for project, settings in projects.items():
             if isinstance(settings, dict) and "mcpServers" in settings:
                 tables.append((("projects", project, "mcpServers"), settings["mcpServers"]))
+    taken: set[str] = set()
     for table, servers in tables:
         where = ".".join(table)
         if not isinstance(servers, dict):
@@ -234,7 +258,12 @@ def _entries(path: Path, host: Host, document: dict[str, Any]) -> Iterable[HostE
         for name, spec in servers.items():
             if not isinstance(spec, dict):
                 raise HostConfigError(f"{path}: {where}.{name} is not a JSON object")
-            key = name if len(table) == 1 else f"{name}@{table[1]}"
+            key = base = name if len(table) == 1 else f"{name}@{table[1]}"
+            number = 1
+            while key in taken:  # a user-level server named like a project's: "a@/p" and "a"
+                number += 1
+                key = f"{base}#{number}"
+            taken.add(key)
             yield HostEntry(key, name, table, spec)
 
 
@@ -334,7 +363,8 @@ def _stdio(
         return _Skip(
             Action.SKIPPED, f"a remote server ({where}): Signoff proxies stdio servers only"
         )
-    command, args, env = spec.get("command"), spec.get("args", []), spec.get("env") or {}
+    command, args, env = spec.get("command"), spec.get("args", []), spec.get("env")
+    env = {} if env is None else env  # an empty list or string is no object: skipped below
     if not isinstance(command, str) or not command.strip():
         return _Skip(Action.SKIPPED, "it has no command to start")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
@@ -552,6 +582,9 @@ def _dumps(document: dict[str, Any], original: str) -> str:
             indent = "\t" if "\t" in found.group(0) else found.group(0)
             break
     text = json.dumps(document, indent=indent, ensure_ascii=False)
+    # A lone surrogate the file wrote as an escape is written back as one: as a character it
+    # has no UTF-8 form, and the file could not be saved.
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     if original.endswith("\n"):
         text += "\n"
     if "\r\n" in original:

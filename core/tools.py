@@ -7,8 +7,13 @@ Rules:
    class is unavailable: it is not offered and a call to it is refused. A forgotten line is a
    missing capability, never a silent permission.
 2. The input schema is compiled once, when the tool is registered. A schema that refers
-   outside itself (a ``$ref`` not starting with ``#``), names an unknown ``$schema``, or is not
-   a valid schema is refused (``SchemaRefused``): validation must never fetch anything.
+   outside itself (a ``$ref`` not starting with ``#``), refers to a place it does not have or
+   to a value that is not a schema, names an unknown ``$schema``, is nested too deeply, or is
+   not a valid schema is refused (``SchemaRefused``): validation must never fetch anything
+   (its registry cannot retrieve).
+   Arguments a compiled schema still cannot be evaluated against (a reference that loops
+   without end, a validator that fails) fail validation with the reason: never an exception,
+   never a pass.
 3. A tool's spec (name, description, schema, class, idempotent) has one canonical form and a
    SHA-256 over it, the spec hash. Every decision records the spec hash of the tool it used,
    and the spec is stored once in ``tool_specs``.
@@ -21,8 +26,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import referencing.jsonschema
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 from core import canonical
 from core.canonical import JSONValue
@@ -85,9 +93,16 @@ class CompiledTool:
         """Why ``arguments`` do not satisfy the schema; empty when they do."""
         if not isinstance(arguments, dict):
             return ["the arguments must be a JSON object"]
+        try:
+            errors = list(self._validator.iter_errors(arguments))
+        except RecursionError:
+            return ["(schema): the arguments cannot be checked against it: it refers to itself"
+                    " without end"]  # fmt: skip
+        except Exception as e:  # a validator failing on a schema it accepted: fail closed
+            return [f"(schema): the arguments cannot be checked against it: {type(e).__name__}"]
         return [
             f"{'/'.join(str(p) for p in e.absolute_path) or '(top level)'}: {e.message}"
-            for e in sorted(self._validator.iter_errors(arguments), key=lambda e: e.path)
+            for e in sorted(errors, key=lambda e: e.path)
         ]
 
 
@@ -99,6 +114,8 @@ def compile_schema(name: str, schema: Any) -> Any:
     except ValueError as e:
         raise SchemaRefused(f"the input schema of {name} is not exact JSON: {e}") from None
     _refuse_outside_references(name, schema)
+    if not isinstance(schema.get("$schema", ""), str):
+        raise SchemaRefused(f"the input schema of {name} has a $schema that is not a string")
     # No $schema: the latest draft (what MCP specifies). An unknown one: refused, not guessed.
     cls: Any = validators.validator_for(
         schema,
@@ -112,7 +129,11 @@ def compile_schema(name: str, schema: Any) -> Any:
         raise SchemaRefused(
             f"the input schema of {name} is not a valid schema: {e.message}"
         ) from None
-    return cls(schema)
+    except RecursionError:
+        raise SchemaRefused(f"the input schema of {name} is nested too deeply") from None
+    _refuse_unresolvable_references(name, schema, cls)
+    # An empty registry of our own: the default one would fetch a remote $ref (with a warning).
+    return cls(schema, registry=Registry())
 
 
 def _refuse_outside_references(name: str, schema: dict[str, Any]) -> None:
@@ -130,3 +151,33 @@ def _refuse_outside_references(name: str, schema: dict[str, Any]) -> None:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+
+
+def _refuse_unresolvable_references(name: str, schema: dict[str, Any], cls: Any) -> None:
+    """Every reference must lead somewhere inside the schema, resolved as the validator will
+    (each ``$id`` on the way changes the base), so that none fails at the first call."""
+    specification = referencing.jsonschema.specification_with(
+        cls.ID_OF(cls.META_SCHEMA) or "", default=referencing.jsonschema.DRAFT202012
+    )
+    root = specification.create_resource(schema)
+    stack = [(Registry().resolver_with_root(root), root)]
+    while stack:
+        resolver, resource = stack.pop()
+        node = resource.contents
+        for key in ("$ref", "$dynamicRef", "$recursiveRef"):
+            ref = node.get(key) if isinstance(node, dict) else None
+            if not isinstance(ref, str):
+                continue
+            try:
+                target = resolver.lookup(ref).contents
+            except Unresolvable as e:
+                raise SchemaRefused(
+                    f"the input schema of {name} refers to a place it does not have"
+                    f" ({key}: {ref!r}: {type(e).__name__})"
+                ) from None
+            if not isinstance(target, dict | bool):
+                raise SchemaRefused(
+                    f"the input schema of {name} refers to a value that is not a schema"
+                    f" ({key}: {ref!r})"
+                )
+        stack.extend((resolver.in_subresource(sub), sub) for sub in resource.subresources())

@@ -26,7 +26,10 @@ overrule_annotations = false     # true: keep the class even if the server's hin
 ```
 
 Unknown keys and bad values are refused with ``ConfigError`` naming the file, the line and the
-key. The file is edited with ``tomlkit`` so that the operator's comments and layout survive.
+key; so is a file that is not UTF-8 TOML, and a fixed value with no exact JSON form (a date, a
+NaN, an integer beyond 2^53), which could be neither hashed nor sent. The file is edited with
+``tomlkit`` so that the operator's comments and layout survive; a change that does not validate
+is not saved.
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ import tomlkit
 import tomlkit.exceptions
 import tomlkit.items
 
+from core import canonical
 from core.canonical import JSONValue
-from core.errors import ConfigError
+from core.errors import ConfigError, JSONRefused
 from core.policy import ConfigPolicy, Rule
 from core.tools import SideEffect
 
@@ -102,16 +106,23 @@ class _Where:
         self.path = path
         self.lines: dict[tuple[str, ...], int] = {}
         table: tuple[str, ...] = ()
-        for number, line in enumerate(text.splitlines(), start=1):
+        # TOML ends a line with LF (or CRLF) only; splitlines() would also split at U+0085,
+        # U+2028 and other characters a key or a string may hold, and miscount the lines.
+        for number, line in enumerate(text.split("\n"), start=1):
             stripped = line.strip()
-            header = re.fullmatch(r"\[\s*([^\[\]]+?)\s*\]\s*(#.*)?", stripped)
-            if header:
-                table = tuple(_split_key(header.group(1)))
-                self.lines.setdefault(table, number)
+            header = _header(stripped)
+            if header is not None:
+                table = tuple(_split_key(header))
+                self._first(table, number)
                 continue
-            assignment = re.match(r"""((?:"[^"]*"|'[^']*'|[A-Za-z0-9_.\-\s])+?)\s*=""", stripped)
+            assignment = _ASSIGNMENT.match(stripped)
             if assignment and not stripped.startswith("#"):
-                self.lines.setdefault((*table, *_split_key(assignment.group(1))), number)
+                self._first((*table, *_split_key(assignment.group(1))), number)
+
+    def _first(self, key: tuple[str, ...], number: int) -> None:
+        """The line where ``key``, and each table above it, is first named."""
+        for n in range(1, len(key) + 1):
+            self.lines.setdefault(key[:n], number)
 
     def error(self, key: tuple[str, ...], message: str) -> ConfigError:
         line = None
@@ -123,6 +134,24 @@ class _Where:
         return ConfigError(f"{where}: {'.'.join(key)}: {message}")
 
 
+# A key, its dotted parts with white space only around the dots: one way to read each line, so
+# matching takes linear time (a class holding white space, then ``\s*=``, took quadratic time on
+# a long line of spaces, such as one inside a multi-line string).
+_KEY_PART = r"""(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)"""
+_ASSIGNMENT = re.compile(rf"({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
+
+
+def _header(line: str) -> str | None:
+    """The key of a ``[table]`` header line (not an array of tables), or None."""
+    close = line.find("]")
+    if not line.startswith("[") or close < 0:
+        return None
+    inner, rest = line[1:close].strip(), line[close + 1 :].lstrip()
+    if not inner or "[" in inner or (rest and not rest.startswith("#")):
+        return None
+    return inner
+
+
 def _split_key(text: str) -> list[str]:
     return [part.strip().strip("\"'") for part in re.findall(r"""("[^"]*"|'[^']*'|[^.]+)""", text)]
 
@@ -130,14 +159,31 @@ def _split_key(text: str) -> list[str]:
 def load(path: Path) -> Config:
     """The configuration at ``path`` (an empty one when there is no file)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read(path)
     except FileNotFoundError:
         return Config()
+    return parse(_parse_toml(path, text).unwrap(), _Where(path, text))
+
+
+def _read(path: Path) -> str:
+    """The file's text; ``FileNotFoundError`` when there is none."""
     try:
-        document = tomlkit.parse(text).unwrap()
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror or e}") from None
+
+
+def _parse_toml(path: Path, text: str) -> tomlkit.TOMLDocument:
+    try:
+        return tomlkit.parse(text)
     except tomlkit.exceptions.ParseError as e:
         raise ConfigError(f"{path}:{e.line}: not TOML: {e}") from None
-    return parse(document, _Where(path, text))
+    except tomlkit.exceptions.TOMLKitError as e:  # tomlkit's other refusals carry no line
+        raise ConfigError(f"{path}: not TOML: {e}") from None
 
 
 def parse(document: dict[str, Any], where: _Where) -> Config:
@@ -205,10 +251,18 @@ def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
     if "policy" in table:
         policy = _enum(Rule, table["policy"], (*key, "policy"), where, "allow, approve or deny")
     fixed = _table(table.get("fixed", {}), (*key, "fixed"), where)
+    for name, value in fixed.items():
+        try:
+            canonical.dumps(value)
+        except JSONRefused as e:
+            raise where.error((*key, "fixed", name), f"not a JSON value ({e})") from None
     deny = _strings(table.get("deny", []), (*key, "deny"), where)
     overrule = table.get("overrule_annotations", False)
     if not isinstance(overrule, bool):
         raise where.error((*key, "overrule_annotations"), "true or false")
+    twice = sorted({name for name in deny if deny.count(name) > 1})
+    if twice:
+        raise where.error((*key, "deny"), f"names {', '.join(twice)} more than once")
     both = set(fixed) & set(deny)
     if both:
         raise where.error(key, f"{sorted(both)} cannot be both fixed and denied")
@@ -257,15 +311,15 @@ class Editor:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self.document = tomlkit.parse(path.read_text(encoding="utf-8"))
+            self.document = _parse_toml(path, _read(path))
         except FileNotFoundError:
             self.document = tomlkit.document()
-        except tomlkit.exceptions.ParseError as e:
-            raise ConfigError(f"{path}:{e.line}: not TOML: {e}") from None
 
     def table(self, *keys: str) -> Any:
         node: Any = self.document
         for key in keys:
+            if not isinstance(node, dict):  # a value where a table belongs: load refuses it too
+                raise ConfigError(f"{self.path}: {'.'.join(keys)}: must be a table")
             if key not in node:
                 node[key] = tomlkit.table(is_super_table=key in ("servers", "tools"))
             elif isinstance(node[key], tomlkit.items.InlineTable):
@@ -276,11 +330,19 @@ class Editor:
                     table[k] = v
                 node[key] = table
             node = node[key]
+        if not isinstance(node, dict):
+            raise ConfigError(f"{self.path}: {'.'.join(keys)}: must be a table")
         return node
 
     def save(self) -> Config:
+        """Validate the changed document and write it; ``ConfigError`` leaves the file as it was
+        (the message names no line: the changed text was never written)."""
         text = tomlkit.dumps(self.document)
-        config = parse(tomlkit.parse(text).unwrap(), _Where(self.path, text))
+        try:
+            document = tomlkit.parse(text).unwrap()
+        except tomlkit.exceptions.TOMLKitError as e:
+            raise ConfigError(f"{self.path}: the change does not write back as TOML: {e}") from None
+        config = parse(document, _Where(self.path, ""))
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")

@@ -7,9 +7,11 @@ Rules:
    tool's ``raw`` text, kept so that a later change can be shown (``core/proxy/pinstore.py``).
    The set's hash is SHA-256 over the sorted ``name:pin`` lines.
 2. A listing that names a tool twice, has more than ``MAX_TOOLS`` tools or more than
-   ``MAX_LISTING_BYTES`` bytes is refused whole (``ListingRefused``). A single tool that is
-   malformed (not an object, no name, a key twice, a shape the SDK rejects) is dropped and
-   reported; the others stay.
+   ``MAX_LISTING_BYTES`` bytes, or nests deeper than ``rawjson.MAX_DEPTH`` levels is refused
+   whole (``ListingRefused``), and so is an answer whose ``result.tools`` is not an array.
+   A single tool that is malformed (not an object, no name, a key twice, a shape the SDK
+   rejects, a name holding a character a reader cannot see, a lone UTF-16 surrogate in what is
+   kept of it) is dropped and reported; the others stay.
 3. A tool is available only when it is pinned and unchanged, classified, its annotations do not
    contradict its class, its fixed and denied parameters are sound, and its schema compiles.
    Otherwise it is unavailable, with the reason.
@@ -27,6 +29,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +105,8 @@ def read_listing(pages: list[bytes]) -> Listing:
         listed = None if result is None else result.members.get("tools")
         if listed is None:
             raise ListingRefused("a tools/list answer without result.tools")
+        if listed.raw(page)[:1] != b"[":
+            raise ListingRefused("a tools/list answer whose result.tools is not an array")
         for n, node in enumerate(listed.items):
             tool, why = _tool(page, node)
             if tool is None:
@@ -128,6 +134,12 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
     label = name if isinstance(name, str) else "unnamed"
     if not isinstance(value, dict) or not isinstance(name, str) or not name:
         return None, (label, "a tool must be an object with a name")
+    hidden = next((c for c in name if unicodedata.category(c) in _HIDDEN), None)
+    if hidden is not None:
+        # A name is what the operator reads, types and classifies: it must look like itself.
+        return None, (ascii(name), f"its name holds U+{ord(hidden):04X}, which a reader cannot see")
+    if _lone_surrogate([value.get("description"), value.get("annotations")]):
+        return None, (label, "it holds a lone UTF-16 surrogate, which has no UTF-8 form")
     repeated = rawjson.repeated_keys(node)
     if repeated:
         return None, (label, f"names the key {repeated[0]!r} twice")
@@ -160,6 +172,27 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
         has_output_schema=value.get("outputSchema") is not None,
         raw=text,
     ), ("", "")
+
+
+# Control and format characters, lone surrogates, line and paragraph separators: what
+# core/proxy/pindiff.py shows as ⟨U+XXXX⟩ in a description is refused in a name.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, str):
+            if _SURROGATE.search(current):
+                return True
+        elif isinstance(current, list):
+            stack.extend(current)
+        elif isinstance(current, dict):
+            stack.extend(current.keys())
+            stack.extend(current.values())
+    return False
 
 
 def conflict(side_effect: SideEffect, annotations: dict[str, Any]) -> str:
@@ -204,6 +237,7 @@ def rewrite_schema(schema: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """The schema without ``names``, each of which must be a property used nowhere else."""
     if not names:
         return schema
+    names = list(dict.fromkeys(names))  # a name given twice is removed once
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         raise SchemaRefused("fixed or denied parameters need a schema with properties")

@@ -6,11 +6,16 @@ moves 9007199254740993 to 9007199254740992, escapes get rewritten, unknown field
 ``(start, end)`` byte offsets of each value in ``data``; ``data[start:end]`` is the value exactly
 as sent. The text must already be known to be JSON (it is parsed first); anything else raises
 ``ValueError``.
+
+``top_level(data)`` reads only the members of a top-level object, skipping nested values without
+recursion, so that a request too deep or too odd for the strict parsers can still be answered by
+its id.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 _WS = b" \t\r\n"
@@ -135,3 +140,66 @@ def repeated_keys(node: Node) -> list[str]:
         stack.extend(current.members.values())
         stack.extend(current.items)
     return found
+
+
+def top_level(data: bytes, stop_after: Collection[str] = ()) -> dict[str, bytes]:
+    """The raw bytes of each member of the object ``data`` holds, as far as they can be read.
+
+    Nested values are skipped by counting brackets, never by recursion, so any depth is read;
+    reading stops, keeping what was found, where the text stops being an object's members, or
+    once every key of ``stop_after`` (when given) was read."""
+    found: dict[str, bytes] = {}
+    j = _skip(data, 0)
+    if data[j : j + 1] != b"{":
+        return found
+    j = _skip(data, j + 1)
+    while data[j : j + 1] == b'"':
+        try:
+            key_end = _string_end(data, j)
+            key = json.loads(data[j:key_end])
+        except ValueError:
+            return found
+        j = _skip(data, key_end)
+        if data[j : j + 1] != b":" or not isinstance(key, str):
+            return found
+        start = _skip(data, j + 1)
+        end = _value_end(data, start)
+        if end is None:
+            return found
+        found[key] = data[start:end]
+        if stop_after and all(k in found for k in stop_after):
+            return found
+        j = _skip(data, end)
+        if data[j : j + 1] != b",":
+            return found
+        j = _skip(data, j + 1)
+    return found
+
+
+def _value_end(data: bytes, i: int) -> int | None:
+    """Where the value starting at ``i`` ends, brackets balanced; None when it does not."""
+    n = len(data)
+    depth = 0
+    start = i
+    while i < n:
+        c = data[i]
+        if c == 0x22:  # "
+            try:
+                i = _string_end(data, i)
+            except ValueError:
+                return None
+        elif c in b"[{":
+            depth += 1
+            i += 1
+        elif c in b"]}":
+            if depth == 0:
+                break  # the end of the enclosing object: a scalar ended here
+            depth -= 1
+            i += 1
+        elif depth == 0 and c in b", \t\r\n":
+            break
+        else:
+            i += 1
+        if depth == 0 and data[start] in b'[{"':
+            return i
+    return i if depth == 0 and i > start else None
