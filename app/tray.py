@@ -34,6 +34,7 @@ from core.witness import Witness
 log = logging.getLogger("signoff.app")
 RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "icons"
 SWEEP_MS = 15_000
+ANCHOR_RETRY_MAX = 16  # sweeps: a keyring that keeps failing is tried every 4 minutes
 
 
 def icon(state: str, count: int = 0) -> QIcon:
@@ -85,6 +86,7 @@ class TrayApp(QObject):
         self._sweeper = QTimer(self)
         self._sweeper.setInterval(SWEEP_MS)
         self._sweeper.timeout.connect(self.sweep)
+        self._anchor_wait = self._anchor_countdown = 1  # sweeps between keyring retries
         self._alarmed = ""
 
     def start(self) -> None:
@@ -106,6 +108,7 @@ class TrayApp(QObject):
         self.model.witness = self.witness.advance()
         fresh = self.model.refresh()
         for p in fresh if self.notifications == "each" else ():
+            log.info("notifying approval %s (%s)", p.id, p.title)
             self.notifier.notify(p)
         if self.history is not None and self.history.isVisible():
             self.history.refresh()
@@ -116,11 +119,33 @@ class TrayApp(QObject):
         self._rebuild()
 
     def sweep(self) -> None:
+        """Every SWEEP_MS: the sweeper, and the keyring tried again while the head is not kept."""
         try:
             for line in sweep(self.store):
                 log.info("sweeper: %s", line)
         except SignoffError as e:
             log.warning("sweeper: %s", e)
+        self._retry_anchor()
+
+    def _retry_anchor(self) -> None:
+        """A keyring that came back keeps the head again without waiting for the record to
+        change. One still failing is tried after 1, 2, 4... sweeps, at most every
+        ANCHOR_RETRY_MAX: a locked keyring asks for its password on each try."""
+        witness = self.model.witness
+        if witness.head is None or witness.anchored or witness.alarm:
+            self._anchor_wait = self._anchor_countdown = 1
+            return
+        self._anchor_countdown -= 1
+        if self._anchor_countdown > 0:
+            return
+        self.model.witness = self.witness.advance()
+        if self.model.witness.anchored:
+            log.info("the keyring answers again: the chain is anchored")
+            self._anchor_wait = 1
+            self._rebuild()
+        else:
+            self._anchor_wait = min(self._anchor_wait * 2, ANCHOR_RETRY_MAX)
+        self._anchor_countdown = self._anchor_wait
 
     # --- deciding -----------------------------------------------------------------------
 

@@ -205,6 +205,10 @@ class UpstreamGone(UpstreamError):
     """The server exited or closed its output."""
 
 
+class UpstreamNotDelivered(UpstreamGone):
+    """The server was gone before a request reached it: the request was never made."""
+
+
 class UpstreamTimeout(UpstreamError):
     """The server did not answer within the time allowed."""
 

@@ -15,6 +15,8 @@ The sequence, one implementation for every caller (the reference Driver runs on 
    canonical request: a changed policy re-pauses (another kind), denies or aborts. A grant whose
    TTL ran out cancels the run as ``approval_expired`` (judged at attach and again at execute).
    A run leased live by another session raises ``RunLeased``; an expired lease is taken over.
+   Attaching a grant claims it (the run's lease, the run still waiting) until it executes, so
+   a second session attaching the same grant meanwhile is refused and writes nothing.
 
 Misuse (a second open step, execute without an allowed verdict, any call on a session that is
 over) raises ``RunStateError`` and changes nothing. A session whose lease is gone refuses every
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 import secrets
+import sqlite3
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,7 +51,7 @@ from core.errors import (
     SessionClosed,
     UnknownRun,
 )
-from core.lease import Holding, LeaseKeeper
+from core.lease import Holding, LeaseKeeper, is_live
 from core.limits import Finished, Limits, exceeded
 from core.policy import Outcome, PolicyDecision, PolicyRequest, identity_of
 from core.records import (
@@ -117,11 +120,18 @@ class Gate:
         limits: Limits | None = None,
         *,
         call: transitions.CallLabel | None = None,
+        check: Callable[[sqlite3.Connection], None] | None = None,
     ) -> Session:
-        """Create a run with the caller's id and open a session on it."""
+        """Create a run with the caller's id and open a session on it.
+
+        ``check`` is called first in the transaction that creates the run, with the write lock
+        held: whatever it raises leaves nothing written (the proxy makes sure there that no
+        other process began a run for the same call since it looked)."""
         limits = limits or Limits()
         at = self._now_text()
         with self.store.transaction() as tx:
+            if check is not None:
+                check(tx.conn)
             if read_run(tx.conn, run_id) is not None:
                 raise RunExists(f"a run named {run_id} exists; begin starts new runs only")
             transitions.start_run(
@@ -424,7 +434,12 @@ class Session:
                 decision=decision.as_json(), policy=identity, at=at,
             )  # fmt: skip
             if outcome is Outcome.ALLOW:
-                pass
+                # Claim the grant for this session until it executes: another session attaching
+                # it meanwhile (another process, the same call) is refused instead of racing.
+                tx.execute(
+                    "UPDATE runs SET lease_owner = ?, lease_expires_at = ? WHERE id = ?",
+                    (gate.owner, gate._lease_expiry(), self.run_id),
+                )
             elif outcome is Outcome.APPROVE:
                 transitions.close_approval(tx, approval, status="superseded", at=at)
                 new = self._pause(tx, step.index, decision, 0.0, at)
@@ -481,14 +496,19 @@ class Session:
         )
 
     def _check_waiting(self, tx: Transaction, approval: ApprovalView) -> None:
-        """Compare-and-set guard for writes to a waiting run (no lease is held while waiting)."""
+        """Compare-and-set guard for writes to a waiting run: unchanged, and its grant not
+        claimed by another live session (the only lease a waiting run carries)."""
         row = tx.execute(
-            "SELECT r.status, a.status FROM runs r JOIN approvals a ON a.run_id = r.id"
-            " WHERE r.id = ? AND a.id = ?",
+            "SELECT r.status, a.status, r.lease_owner, r.lease_expires_at FROM runs r"
+            " JOIN approvals a ON a.run_id = r.id WHERE r.id = ? AND a.id = ?",
             (self.run_id, approval.id),
         ).fetchone()
-        if row != ("WAITING_FOR_APPROVAL", approval.status):
+        if row is None or tuple(row[:2]) != ("WAITING_FOR_APPROVAL", approval.status):
             raise RunLeased(f"run {self.run_id} was changed by another session meanwhile")
+        owner, expires = row[2], row[3]
+        gate = self._gate
+        if owner != gate.owner and is_live(owner, expires, gate.config.wall_clock()):
+            raise RunLeased(f"the grant of run {self.run_id} is being executed by {owner}")
 
     def _end_waiting(
         self, step: StepView, approval: ApprovalView, reason: str, at: str, *, closing: str

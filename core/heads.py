@@ -6,9 +6,9 @@ database id, is what lets a replaced file be caught: the head kept for this path
 database that was here (see docs/decisions/0003-keyring-head.md).
 
 ``KeyringHeadStore`` keeps heads in the OS keyring (service ``signoff``). A missing or failing
-keyring backend raises ``HeadUnavailable``: the chain is then "not anchored", which callers
-report as a state, never a crash. ``MemoryHeadStore`` is the in-process implementation for tests
-and for callers with nowhere better to keep a head.
+keyring backend, whatever it raises, makes it raise ``HeadUnavailable``: the chain is then "not
+anchored", which callers report as a state, never a crash. ``MemoryHeadStore`` is the
+in-process implementation for tests and for callers with nowhere better to keep a head.
 """
 
 from __future__ import annotations
@@ -88,21 +88,21 @@ class KeyringHeadStore:
 
         return keyring.get_keyring()
 
-    def load(self, location: Path) -> Head | None:
-        from keyring.errors import KeyringError
+    # Any exception a backend raises is a keyring that cannot be used: keyring wraps only some
+    # of its libraries' errors (secretstorage's SecretServiceNotAvailableException escapes
+    # get_password when the daemon leaves the bus in the middle of the call).
 
+    def load(self, location: Path) -> Head | None:
         try:
             text = self._keyring().get_password(SERVICE, _key(location))
-        except (KeyringError, OSError, RuntimeError) as e:
+        except Exception as e:
             raise HeadUnavailable(f"the OS keyring cannot be read: {_describe(e)}") from None
         return None if text is None else decode_head(text)
 
     def save(self, location: Path, head: Head) -> None:
-        from keyring.errors import KeyringError
-
         try:
             self._keyring().set_password(SERVICE, _key(location), encode_head(head))
-        except (KeyringError, OSError, RuntimeError) as e:
+        except Exception as e:
             raise HeadUnavailable(f"the OS keyring cannot be written: {_describe(e)}") from None
 
 

@@ -5,7 +5,8 @@ Rules:
 1. A run in RUNNING carries a lease on its own row: an owner (a configured name plus a random
    suffix per gate, so two processes configured alike never share a lease) and an expiry in
    unix seconds by the wall clock. It is taken with the move to RUNNING and released with the
-   pause or the end.
+   pause or the end. A waiting run carries one only while a session that attached its grant
+   is about to execute it (a claim, not renewed; the execution's start checks it is still ours).
 2. A lease is live while its expiry is in the future by the reader's wall clock. Lease times
    never come from the injectable clock used for run times.
 3. The holder renews it every TTL/3 from the gate's lease keeper, one thread with its own SQLite
@@ -20,10 +21,11 @@ Rules:
    every call with ``LeaseLost``. A tool already running finishes; its outcome is recorded only
    if the session still owns the lease.
 
-Clock skew: a process whose clock runs behind by d sees a lease expire d later, so it never
-steals a live one. A process whose clock runs ahead by d sees it expire d earlier; since a live
-holder renews every TTL/3, its lease always has at least 2·TTL/3 left, so skew up to 2·TTL/3
-(20 s at the default TTL of 30 s) never lets a live lease be stolen.
+Clock skew (docs/decisions/0009-run-lease.md): the holder stamps the expiry by its clock, a
+reader judges it by its own. A reader whose clock is behind the holder's, by any amount, never
+takes a live lease; one ahead by d sees it expire d earlier, and since a live holder renews
+every TTL/3 its lease always has at least 2·TTL/3 left: d < 2·TTL/3 (20 s at the default TTL
+of 30 s) never lets a live lease be taken. A renewal landing late by δ takes δ off that.
 """
 
 from __future__ import annotations

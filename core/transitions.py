@@ -8,7 +8,7 @@ at least one event; a consistency test rebuilds each run's state from its events
 Events and what they mean (the payloads are what the consistency fold reads):
 
 - ``run.started``      {goal, limits, call?}             run RUNNING
-- ``run.collected``    {}                                its outcome handed back to the host
+- ``run.collected``    {}                                its outcome first handed back to a host
 - ``run.resumed``      {}                                a waiting run RUNNING again, nothing run
 - ``run.takeover``     {previous_owner}                  an expired lease taken over
 - ``run.ended``        {status, reason, result}          run terminal
@@ -73,10 +73,15 @@ def start_run(
     tx.append_event(kind="run.started", payload=payload, at=at, run_id=run_id)
 
 
-def collect(tx: Transaction, run_id: str, *, at: str) -> None:
-    """The run's outcome was handed back to the host that made the call."""
-    tx.execute("UPDATE runs SET collected_at = ? WHERE id = ?", (at, run_id))
-    tx.append_event(kind="run.collected", payload={}, at=at, run_id=run_id)
+def collect(tx: Transaction, run_id: str, *, at: str) -> bool:
+    """The run's outcome was handed back to the host that made the call: recorded the first
+    time only (proxies serving the same call to several hosts may each hand it back)."""
+    handed = tx.execute(
+        "UPDATE runs SET collected_at = ? WHERE id = ? AND collected_at IS NULL", (at, run_id)
+    ).rowcount
+    if handed:
+        tx.append_event(kind="run.collected", payload={}, at=at, run_id=run_id)
+    return bool(handed)
 
 
 def resume_run(tx: Transaction, run: RunView, *, owner: str, expires: float, at: str) -> None:

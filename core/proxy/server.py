@@ -13,14 +13,20 @@ Rules:
    so an approval is bound to them too.
 3. A call key (SHA-256 over server, tool spec hash, tool and canonical arguments) finds the run
    a re-call belongs to: still pending (held again), approved (executed now, once), rejected
-   (the operator's reason, once), or completed but not yet handed back.
+   (the operator's reason, once), or completed but not yet handed back. Proxies sharing the
+   database share the keys: two making the same call at once never both begin a run for it
+   (the lookup is checked again under the begin's write lock), and a run of a mutating call
+   another proxy is making is waited for within the hold, its outcome handed back here too.
 4. An identical mutating call completed within the duplicate window is not run again on policy
    alone: it waits for the operator as an approval of kind ``duplicate``.
 5. A call needing approval is held up to the hold time, watching the store every 50 ms; the
    tray app is woken. Approved within the hold: the result is returned in the same call.
    Otherwise the answer is prose: pending, with the approval id, and how to collect it.
 6. An upstream call that times out or is cut off has an unknown outcome: a mutating tool's run
-   waits for the operator (interrupted side effect), never re-run.
+   waits for the operator (interrupted side effect), never re-run. So does one whose outcome
+   could not be recorded (a full disk), or whose proxy died: a re-call finding the call's run
+   still running never starts it twice. A request that could not even be written to a server
+   that died between calls was never made: the server is started again and it is sent.
 7. Results are flattened to text (non-text content summarised) and capped at 64 KiB with a
    marker. No ``outputSchema`` is offered to the host, so no host raises on a prose answer.
 """
@@ -33,6 +39,7 @@ import json
 import logging
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,21 +52,25 @@ from core import canonical
 from core.decisions import Decision
 from core.errors import (
     OutcomeUnknown,
+    RunLeased,
     SignoffError,
     UpstreamError,
     UpstreamGone,
+    UpstreamNotDelivered,
     UpstreamProtocolError,
     UpstreamTimeout,
 )
 from core.gate import Gate, GateConfig, Verdict, VerdictOutcome
+from core.lease import is_live
 from core.limits import Limits
 from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest
 from core.proxy import status, wake
 from core.proxy.config import Config, ServerConfig
 from core.proxy.config import load as load_config
 from core.proxy.pins import Listing, ToolState, evaluate, read_listing
+from core.proxy.unreadable import AnswerUnreadable
 from core.proxy.upstream import Upstream
-from core.records import pending_requests
+from core.records import TERMINAL, pending_requests
 from core.store import Store, format_time
 from core.tools import SideEffect, Tool
 from core.transitions import CallLabel, collect
@@ -149,6 +160,7 @@ class Proxy:
         self.policy = DuplicateRule(config.policy())
         self.gate: Gate | None = None
         self._locks: dict[str, asyncio.Lock] = {}
+        self._lock_users: Counter[str] = Counter()  # calls holding or awaiting each lock
         self._wall = clock_wall
 
     # --- starting -----------------------------------------------------------------------
@@ -296,38 +308,55 @@ class Proxy:
             key = canonical.sha256_hex({"unreadable": arguments_text, "tool": exposed.gate_name})
             log.warning("arguments not exact JSON: %s", e)
         lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            return await self._call(exposed, arguments_text, key)
+        self._lock_users[key] += 1
+        try:
+            async with lock:
+                return await self._call(exposed, arguments_text, key)
+        finally:
+            # A lock per call key ever made would grow without end in a proxy kept open for
+            # days: forget it when no other call with this key holds or awaits it.
+            self._lock_users[key] -= 1
+            if not self._lock_users[key]:
+                del self._lock_users[key], self._locks[key]
 
     async def _call(self, exposed: Exposed, arguments: str, key: str) -> types.CallToolResult:
         gate = self._require_gate()
         previous = self._latest_run(key)
         duplicate_of = None
         if previous is not None:
-            run_id, status, _, collected, updated = previous
+            run_id, status, _, collected, _ = previous
             if status == "WAITING_FOR_APPROVAL":
                 return await self._resume_waiting(exposed, run_id)
+            if status == "RUNNING" and exposed.state.side_effect in MUTATING:
+                if self._made_elsewhere(run_id):  # another proxy is making this call
+                    return await self._await_outcome(exposed, run_id, time.monotonic() + self.hold)
+                unfinished = await self._unfinished(exposed, run_id)
+                if unfinished is not None:
+                    return unfinished
             if not collected and status in ("CANCELLED", "COMPLETED", "FAILED"):
                 return self._collect_answer(exposed, run_id)
-            if (
-                status == "COMPLETED"
-                and exposed.state.side_effect in MUTATING
-                and self._within_window(updated)
-            ):
-                duplicate_of = updated
+        # The last completed run of this call, not the last run: a rejected duplicate in
+        # between must not let the next identical call through on policy alone.
+        completed = self._last_completed(key) if exposed.state.side_effect in MUTATING else None
+        if completed is not None and self._within_window(completed):
+            duplicate_of = completed
         run_id = f"call-{secrets.token_hex(8)}"
-        session = gate.begin(
-            run_id,
-            f"{exposed.gate_name} for the host",
-            # The call (a terminal tool), then, if it failed, the proxy's own closing decision.
-            Limits(
-                max_steps=2,
-                loop_repeats=None,
-                max_consecutive_failures=None,
-                grant_ttl_seconds=self.config.grant_ttl_seconds or None,
-            ),
-            call=CallLabel(exposed.server, exposed.state.tool.name, key),
-        )
+        try:
+            session = gate.begin(
+                run_id,
+                f"{exposed.gate_name} for the host",
+                # The call (a terminal tool), then, if it failed, the proxy's closing decision.
+                Limits(
+                    max_steps=2,
+                    loop_repeats=None,
+                    max_consecutive_failures=None,
+                    grant_ttl_seconds=self.config.grant_ttl_seconds or None,
+                ),
+                call=CallLabel(exposed.server, exposed.state.tool.name, key),
+                check=_still_latest(key, None if previous is None else previous[0]),
+            )
+        except _Raced:  # another proxy began a run for this call since: look again
+            return await self._call(exposed, arguments, key)
         step = session.step()
         if step is None:
             session.close()
@@ -365,9 +394,21 @@ class Proxy:
         run_id = session.run_id
         # The tool is terminal: a result ends the run, and is marked handed back, in the
         # transaction of its outcome (one commit instead of three).
-        observation = await step.execute(
-            also=lambda tx, _: collect(tx, run_id, at=format_time_now())
-        )
+        try:
+            observation = await step.execute(
+                also=lambda tx, _: collect(tx, run_id, at=format_time_now())
+            )
+        except SignoffError as e:
+            if not self._started(run_id):
+                raise
+            # The upstream call was made; its outcome could not be recorded (a full disk, a
+            # lost lease). The run stays "started": a re-call takes it to the operator.
+            return _text(
+                f"Signoff: this call was made, but its outcome could not be recorded: {e}"
+                f" [{type(e).__name__}]. It will not be repeated on its own: calling again with"
+                " the same arguments asks the operator, who decides whether it runs again.",
+                error=True,
+            )
         if not observation.ok and observation.approval is None:
             self._close_run(session, Decision.fail(observation.error or "", origin="operator"))
         session.close()
@@ -382,8 +423,8 @@ class Proxy:
         deadline = time.monotonic() + self.hold
         while True:
             row = self._waiting_approval(run_id)
-            if row is None:  # the run ended meanwhile (rejected)
-                return self._collect_answer(exposed, run_id)
+            if row is None:  # rejected meanwhile, or its grant run by another proxy
+                return await self._await_outcome(exposed, run_id, deadline)
             approval_id, status, request_hash = row
             if status == "approved":
                 return await self._resume_waiting(exposed, run_id, hold=False)
@@ -396,18 +437,80 @@ class Proxy:
     ) -> types.CallToolResult:
         row = self._waiting_approval(run_id)
         if row is None:
-            return self._collect_answer(exposed, run_id)
+            return await self._await_outcome(exposed, run_id, time.monotonic() + self.hold)
         if row[1] == "pending":
             return (
                 await self._hold(exposed, run_id)
                 if hold
                 else _pending(exposed.name, row[0], row[2])
             )
-        session, verdict = self._require_gate().attach(run_id)
+        try:
+            session, verdict = self._require_gate().attach(run_id)
+        except RunLeased:  # another proxy is executing this grant, for the same call
+            return await self._await_outcome(exposed, run_id, time.monotonic() + self.hold)
         if verdict is None:
             session.close()
             return _text("Signoff: this call's run is in an unexpected state", error=True)
         return await self._after_verdict(exposed, session, verdict)
+
+    async def _unfinished(self, exposed: Exposed, run_id: str) -> types.CallToolResult | None:
+        """An identical mutating call whose run never finished: under way in another process,
+        or cut off (its process died, or its outcome could not be recorded). It is never
+        started again on its own: one cut off after its start waits for the operator ("started,
+        outcome unknown"); one cut off before (None) is ended, and the call starts anew."""
+        gate = self._require_gate()
+        if not gate.leases.holds(run_id):
+            # Calls with one key are serialised, so a lease of ours that no session renews was
+            # left by a call of this proxy that failed: let it go now rather than in a TTL.
+            with self.store.transaction(purpose="lease") as tx:
+                tx.execute(
+                    "UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL"
+                    " WHERE id = ? AND lease_owner = ? AND status = 'RUNNING'",
+                    (run_id, gate.owner),
+                )
+        try:
+            session, verdict = gate.attach(run_id)
+        except RunLeased:
+            return _text(
+                f"Signoff: an identical call (run {run_id}) is under way in another Signoff"
+                " process, or was cut off moments ago; it is not started twice. Call again with"
+                " exactly the same arguments later to learn how it ended."
+            )
+        if verdict is None:  # its step never started the tool
+            self._close_run(session, Decision.fail("cut off before the call started",
+                                                   origin="operator"))  # fmt: skip
+            return None
+        if verdict.outcome == VerdictOutcome.PENDING and verdict.approval is not None:
+            wake.wake("approval")
+            approval = verdict.approval
+            return _pending(exposed.name, approval.id, approval.request_hash, unknown=True)
+        return self._collect_answer(exposed, run_id)
+
+    def _started(self, run_id: str) -> bool:
+        """Whether the run's upstream call was started and its outcome never recorded."""
+        with self.store.snapshot() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM steps WHERE run_id = ? AND status = 'executing'", (run_id,)
+            ).fetchone()
+        return row is not None
+
+    async def _await_outcome(
+        self, exposed: Exposed, run_id: str, deadline: float
+    ) -> types.CallToolResult:
+        """A run of this call that another proxy is making (its grant executed there, or the
+        same call made there): its outcome once it has one, held again if it waits for the
+        operator; at the deadline, that it is under way."""
+        while True:
+            with self.store.snapshot() as conn:
+                row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row[0] in TERMINAL:
+                return self._collect_answer(exposed, run_id)
+            waiting = self._waiting_approval(run_id)
+            if waiting is not None and waiting[1] == "pending":
+                return await self._hold(exposed, run_id)
+            if time.monotonic() >= deadline:
+                return _under_way(run_id)
+            await asyncio.sleep(POLL_SECONDS)
 
     @staticmethod
     def _close_run(session: Any, decision: Decision) -> None:
@@ -470,12 +573,20 @@ class Proxy:
         upstream = self.upstreams.get(server)
         if upstream is None or not upstream.alive:
             upstream = await self._restart(server, tool)
+        timeout = self.config.call_timeout_seconds
         try:
-            result = await upstream.call_tool(tool, arguments, self.config.call_timeout_seconds)
+            try:
+                result = await upstream.call_tool(tool, arguments, timeout)
+            except UpstreamNotDelivered:
+                # It died between calls before we noticed: this call was never made.
+                upstream = await self._restart(server, tool)
+                result = await upstream.call_tool(tool, arguments, timeout)
         except UpstreamTimeout as e:
             # A server that stopped answering is stopped; the next call starts it again.
             await upstream.close()
             raise OutcomeUnknown(str(e)) from None
+        except UpstreamNotDelivered as e:  # twice: it was not made, and did not run
+            raise RuntimeError(str(e)) from None
         except UpstreamGone as e:
             raise OutcomeUnknown(str(e)) from None
         except UpstreamProtocolError as e:
@@ -515,6 +626,26 @@ class Proxy:
             ).fetchone()
         return None if row is None else (row[0], row[1], row[2], bool(row[3]), row[4])
 
+    def _last_completed(self, key: str) -> str | None:
+        with self.store.snapshot() as conn:
+            row = conn.execute(
+                "SELECT updated_at FROM runs WHERE call_key = ? AND status = 'COMPLETED'"
+                " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                (key,),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _made_elsewhere(self, run_id: str) -> bool:
+        """Whether a run found running is being made by another proxy: leased live there, or
+        moved on since (paused or ended by its maker)."""
+        with self.store.snapshot() as conn:
+            status, owner, expires = conn.execute(
+                "SELECT status, lease_owner, lease_expires_at FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+        if status != "RUNNING":
+            return True
+        return owner != self._require_gate().owner and is_live(owner, expires, self._wall())
+
     def _waiting_approval(self, run_id: str) -> tuple[str, str, str] | None:
         with self.store.snapshot() as conn:
             row = conn.execute(
@@ -537,6 +668,33 @@ class Proxy:
 
 def format_time_now() -> str:
     return format_time(datetime.now(UTC))
+
+
+class _Raced(Exception):
+    """Another process began a run for the same call between its lookup and this begin."""
+
+
+def _still_latest(key: str, seen: str | None) -> Callable[[Any], None]:
+    """A check, under the write lock of a begin, that the call's latest run is still ``seen``:
+    two proxies making the same call at once never both begin a run for it."""
+
+    def check(conn: Any) -> None:
+        row = conn.execute(
+            "SELECT id FROM runs WHERE call_key = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (key,),
+        ).fetchone()
+        if (None if row is None else row[0]) != seen:
+            raise _Raced(key)
+
+    return check
+
+
+def _under_way(run_id: str) -> types.CallToolResult:
+    return _text(
+        f"Signoff: an identical call (run {run_id}) is under way in another Signoff process,"
+        " or was cut off moments ago; it is not started twice. Call again with exactly the"
+        " same arguments later to learn how it ended."
+    )
 
 
 def _call_key(exposed: Exposed, spec_hash: str, arguments: Any) -> str:
@@ -652,6 +810,8 @@ async def serve(
     )
     try:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            # A request the SDK cannot read is answered with an error, not dropped.
+            unreadable_answered = AnswerUnreadable(read, write)
+            await server.run(unreadable_answered, write, server.create_initialization_options())
     finally:
         await proxy.close()

@@ -11,7 +11,9 @@ the proxy needs itself (initialize, tools/list, tools/call, ping) as newline-del
   logged and ignored (the tool set is fixed at start); requests from the server are answered
   "method not found", except ping.
 - A server that exits fails every call in flight with ``UpstreamGone``; one that does not answer
-  within the timeout fails it with ``UpstreamTimeout``.
+  within the timeout fails it with ``UpstreamTimeout``. A request that could not be written
+  (the server was already gone, noticed or not) fails with ``UpstreamNotDelivered``: a server
+  acts on whole lines only, so it was never made.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, BinaryIO
 from core.errors import (
     UpstreamError,
     UpstreamGone,
+    UpstreamNotDelivered,
     UpstreamProtocolError,
     UpstreamStartFailed,
     UpstreamTimeout,
@@ -141,7 +144,7 @@ class Upstream:
         self, method: str, params: dict[str, Any], timeout: float
     ) -> tuple[dict[str, Any], bytes]:
         if self._gone is not None:
-            raise self._gone
+            raise UpstreamNotDelivered(f"{self._gone}; {method} was not sent")
         self._next_id += 1
         request_id = self._next_id
         future: asyncio.Future[tuple[dict[str, Any], bytes]] = (
@@ -149,9 +152,14 @@ class Upstream:
         )
         self._pending[request_id] = future
         try:
-            await self._send(
-                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-            )
+            try:
+                await self._send(
+                    {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+                )
+            except UpstreamGone as e:
+                if future.done() and not future.cancelled():
+                    future.exception()  # failed by _fail; raised here instead
+                raise UpstreamNotDelivered(f"{e}; {method} was not sent") from None
             try:
                 return await asyncio.wait_for(asyncio.shield(future), timeout)
             except TimeoutError:
@@ -190,6 +198,10 @@ class Upstream:
             raise UpstreamGone(f"server {self.server.name} is not running")
         try:
             process.stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+            # A write to a pipe whose reader is gone fails inside the transport, which closes
+            # at once but reports it only later: drain() would still return.
+            if process.stdin.transport.is_closing():
+                raise ConnectionResetError("its input is closed; nothing was written")
             await process.stdin.drain()
         except (ConnectionError, OSError) as e:
             self._fail(UpstreamGone(f"server {self.server.name} closed its input: {e}"))
@@ -247,7 +259,8 @@ class Upstream:
                 self._note(b"tools/list_changed ignored: the tool set is fixed at start")
             return
         request_id = message.get("id")
-        future = self._pending.get(request_id) if isinstance(request_id, int) else None
+        # type(...) is int: true would otherwise answer request 1 (bool subclasses int).
+        future = self._pending.get(request_id) if type(request_id) is int else None
         if future is None or future.done():
             self._note(b"skipped an answer to no request in flight")
             return

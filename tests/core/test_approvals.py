@@ -275,11 +275,15 @@ def test_two_gates_attaching_one_grant_execute_it_once(gate_store: Store) -> Non
     approve(gate_store, "r", approval.id, "operator", now=clock())
     other = Gate(g.config)
     s1, v1 = g.attach("r")
-    s2, v2 = other.attach("r")
-    assert v1.outcome == v2.outcome == VerdictOutcome.ALLOWED
+    assert v1.outcome == VerdictOutcome.ALLOWED
+    # The first attach claimed the grant: the second is refused and writes nothing.
+    before = record_snapshot(gate_store)
+    with pytest.raises(RunLeased):
+        other.attach("r")
+    assert record_snapshot(gate_store) == before
     asyncio.run(s1.current().execute())
     with pytest.raises(RunLeased):
-        asyncio.run(s2.current().execute())
+        other.attach("r")
     assert calls.made == [("push", {"n": 7})]
 
 
