@@ -53,6 +53,7 @@ from core.decisions import Decision
 from core.errors import (
     OutcomeUnknown,
     RunLeased,
+    RunStateError,
     SignoffError,
     UpstreamError,
     UpstreamGone,
@@ -446,7 +447,9 @@ class Proxy:
             )
         try:
             session, verdict = self._require_gate().attach(run_id)
-        except RunLeased:  # another proxy is executing this grant, for the same call
+        except (RunLeased, RunStateError):
+            # Another proxy is executing this grant for the same call, or took it past waiting
+            # (or to its end) between our read and the attach: its outcome is this call's.
             return await self._await_outcome(exposed, run_id, time.monotonic() + self.hold)
         if verdict is None:
             session.close()
@@ -476,6 +479,8 @@ class Proxy:
                 " process, or was cut off moments ago; it is not started twice. Call again with"
                 " exactly the same arguments later to learn how it ended."
             )
+        except RunStateError:  # it ended, or went on, between our read and the attach
+            return await self._await_outcome(exposed, run_id, time.monotonic() + self.hold)
         if verdict is None:  # its step never started the tool
             self._close_run(session, Decision.fail("cut off before the call started",
                                                    origin="operator"))  # fmt: skip
