@@ -8,15 +8,24 @@ Rules:
 3. The tray's state is ``alarm`` while the witness raises one, else ``pending`` while anything
    waits, else ``idle``. Pausing notifications changes nothing but the notifying.
 4. A ``destructive`` request, an ``interrupted_side_effect`` and a ``duplicate`` are never
-   approved from a notification alone: their notification opens the dialog.
+   approved from a notification alone: their notification opens the dialog. Neither is a
+   request whose arguments the notification cannot show whole (``core.present`` rule 4).
+5. Arguments are shown in the order of the schema the operator pinned (read from the pinned
+   tool's kept text); without it, in the order ``core.present`` gives without a schema.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
+from core import marks, present
+from core.errors import SignoffError
+from core.proxy import config as configuration
+from core.proxy import manage, pinstore
 from core.records import PendingRequest, pending_requests
 from core.store import Store
 from core.witness import WitnessState
@@ -28,33 +37,66 @@ NEEDS_THE_DIALOG_KINDS = frozenset({"interrupted_side_effect", "duplicate"})
 class Pending(PendingRequest):
     """A pending request as the app shows it."""
 
+    schema: dict[str, Any] | None = field(default=None, compare=False)  # the pinned one
+
     @property
     def fingerprint(self) -> str:
-        h = self.request_hash
-        return f"{h[:4]} {h[4:8]} {h[8:12]} {h[12:16]}"
+        return present.fingerprint(self.request_hash)
+
+    @cached_property
+    def view(self) -> present.RequestView:
+        return present.view(self.arguments, self.schema)
 
     @property
     def needs_dialog(self) -> bool:
-        return self.side_effect == "destructive" or self.kind in NEEDS_THE_DIALOG_KINDS
+        if self.side_effect == "destructive" or self.kind in NEEDS_THE_DIALOG_KINDS:
+            return True
+        return not self.view.whole()
 
     @property
     def title(self) -> str:
-        return f"{self.server or '?'}/{self.tool or '?'}"
-
-    def summary(self, limit: int = 120) -> str:
-        """A short line of the arguments; the dialog shows them whole."""
-        text = self.arguments
-        return text if len(text) <= limit else text[: limit - 1] + "…"
+        """``server/tool``, with anything a reader cannot see marked."""
+        return marks.visible(f"{self.server or '?'}/{self.tool or '?'}", lines=False)
 
 
-def read_pending(store: Store) -> list[Pending]:
+def read_pending(store: Store, config_path: Path | None = None) -> list[Pending]:
     with store.snapshot() as conn:
-        return [Pending(**vars(p)) for p in pending_requests(conn)]
+        found = pending_requests(conn)
+    schemas = _Schemas(config_path)
+    return [Pending(**vars(p), schema=schemas.of(p.server, p.tool)) for p in found]
+
+
+class _Schemas:
+    """The input schemas the operator pinned, read from the pinned tools' kept texts (rule 5)."""
+
+    def __init__(self, config_path: Path | None) -> None:
+        self.config: configuration.Config | None = None
+        if config_path is not None:
+            try:
+                self.config = configuration.load(config_path)
+            except SignoffError:
+                self.config = None  # shown in the schema-less order; the config page says why
+        self.pins_dir = manage.pins_dir(config_path) if config_path is not None else None
+
+    def of(self, server: str | None, tool: str | None) -> dict[str, Any] | None:
+        if self.config is None or self.pins_dir is None or server is None or tool is None:
+            return None
+        entry = self.config.servers.get(server)
+        pin = entry.tools.get(tool) if entry is not None else None
+        pin_hash = getattr(pin, "pin", None)
+        if not isinstance(pin_hash, str):
+            return None
+        try:
+            kept = pinstore.kept(self.pins_dir, pin_hash)
+        except SignoffError:
+            return None
+        return kept.input_schema if kept is not None else None
 
 
 class AppModel:
-    def __init__(self, store: Store, notified_file: Path) -> None:
+    def __init__(self, store: Store, notified_file: Path, config_path: Path | None = None) -> None:
         self.store = store
+        self.config_path = config_path
         self.notified_file = notified_file
         self.pending: list[Pending] = []
         self.witness = WitnessState(False, None)
@@ -70,7 +112,7 @@ class AppModel:
     def refresh(self) -> list[Pending]:
         """Read the pending approvals; returns those not notified yet (now marked notified,
         unless notifications are paused)."""
-        self.pending = read_pending(self.store)
+        self.pending = read_pending(self.store, self.config_path)
         ids = {p.id for p in self.pending}
         fresh = [p for p in self.pending if p.id not in self._notified]
         if not self.paused:

@@ -1,0 +1,170 @@
+"""How a pending request is put before the operator, so that what is shown is what will run.
+Pure code: the notification, the dialog and ``signoff pending`` all show requests through it.
+
+Rules:
+
+1. Nothing the model wrote is markup. ``markup_escape`` escapes ``& < > ' "`` for a sink that
+   parses markup (a notification daemon that advertises ``body-markup``); a sink that takes
+   plain text gets the text as it is. Deciding which is the sink's job, never skipped.
+2. One line per top-level argument, ``key: value``, in the tool schema's property order:
+   the ``required`` keys in their listed order, then the schema's other properties in its
+   order, then keys the schema does not name, sorted.
+3. A value is shown as its JSON text (a string in quotes, so ``"1"`` and ``1`` differ) with
+   ``core.marks``' marks; in one line, newlines are JSON escapes, so no argument makes a line
+   of its own. A key that is not a plain name is shown as JSON too.
+4. A notification line fits ``LINE_WIDTH`` characters: a longer value is cut and says how
+   much is missing, ``(+N characters)``; at most ``MAX_LINES`` arguments are listed, and the
+   rest are counted. A view is *whole* when nothing was cut or left out, nothing had to be
+   marked and no path climbs (rule 5); only a whole view may offer Approve outside the dialog.
+5. A string that reads as a path (``~`` at its start, or a ``.``/``..`` segment) shows where it
+   resolves (``~`` expanded, segments folded) when that differs from what was written; a
+   relative path that climbs above its start is said to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from core import marks
+
+LINE_WIDTH = 56
+MAX_LINES = 8
+KEY_WIDTH = 24
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_MARKUP = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&quot;"})
+
+CLASS_WORDS = {
+    "read_only": "reads, changes nothing",
+    "local_mutation": "changes something on this computer",
+    "remote_mutation": "changes something elsewhere (sends, pushes, posts)",
+    "destructive": "deletes or overwrites, cannot be undone",
+}
+
+
+def markup_escape(text: str) -> str:
+    """``text`` for a sink that parses Pango or HTML markup: every character shows as itself."""
+    return text.translate(_MARKUP)
+
+
+def fingerprint(request_hash: str) -> str:
+    """The request hash's first 16 hex digits in groups of four: what a notification shows."""
+    h = request_hash
+    return f"{h[:4]} {h[4:8]} {h[8:12]} {h[12:16]}"
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One top-level argument as shown."""
+
+    key: str  # shown (rule 3)
+    value: str  # the whole value, shown (JSON text with marks), on one line
+    text: str | None  # a string's own text with marks, newlines kept (the dialog); else None
+    marked: bool  # the key or the value had to be marked
+    resolves: str | None  # where a path resolves, when that differs (rule 5)
+    climbs: bool  # a relative path that goes above its start
+
+
+@dataclass(frozen=True)
+class Line:
+    """One argument fitted to a notification line."""
+
+    text: str
+    cut: bool
+
+
+@dataclass(frozen=True)
+class RequestView:
+    """Every argument of a request, in order, and the notification lines made of them."""
+
+    arguments: tuple[Argument, ...]
+    unreadable: bool  # the arguments were not a JSON object: shown raw, never whole
+
+    @property
+    def marked(self) -> bool:
+        return self.unreadable or any(a.marked for a in self.arguments)
+
+    @property
+    def climbs(self) -> bool:
+        return any(a.climbs for a in self.arguments)
+
+    def lines(self, width: int = LINE_WIDTH, most: int = MAX_LINES) -> list[Line]:
+        shown = [_fit(a, width) for a in self.arguments[:most]]
+        left = len(self.arguments) - len(shown)
+        if left:
+            shown.append(Line(f"(+{left} more arguments)", cut=True))
+        if not self.arguments:
+            shown.append(Line("(no arguments)", cut=False))
+        return shown
+
+    def whole(self, width: int = LINE_WIDTH, most: int = MAX_LINES) -> bool:
+        """Every argument shown whole in the notification, nothing marked, no path that climbs
+        above its start (rule 4)."""
+        if self.marked or self.climbs:
+            return False
+        return not any(line.cut for line in self.lines(width, most))
+
+
+def view(arguments: str, schema: dict[str, Any] | None = None) -> RequestView:
+    """The request's canonical ``arguments`` text as shown, keys in ``schema``'s order."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raw = marks.visible(arguments, lines=False)
+        return RequestView((Argument("(arguments)", raw, None, True, None, False),), True)
+    return RequestView(tuple(_argument(k, value[k]) for k in order(value, schema)), False)
+
+
+def order(value: dict[str, Any], schema: dict[str, Any] | None) -> list[str]:
+    """Rule 2: required keys, then the schema's other properties, then the rest sorted."""
+    schema = schema if isinstance(schema, dict) else {}
+    required = schema.get("required")
+    properties = schema.get("properties")
+    named = [k for k in required if isinstance(k, str)] if isinstance(required, list) else []
+    if isinstance(properties, dict):
+        named += [k for k in properties if k not in named]
+    first = [k for k in named if k in value]
+    return first + sorted(k for k in value if k not in set(first))
+
+
+def resolves(text: str) -> tuple[str | None, bool]:
+    """Where a path-like ``text`` resolves when that differs, and whether it climbs (rule 5)."""
+    if "://" in text or "\n" in text or len(text) > 4096:
+        return None, False
+    segments = text.split("/")
+    if not (text.startswith("~") or any(s in (".", "..") for s in segments)):
+        return None, False
+    expanded = os.path.expanduser(text) if text.startswith("~") else text
+    folded = posixpath.normpath(expanded)
+    climbs = not folded.startswith("/") and (folded == ".." or folded.startswith("../"))
+    return (folded if folded != text else None), climbs
+
+
+def _argument(key: str, value: Any) -> Argument:
+    quoted = key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
+    shown_key = marks.visible(quoted, lines=False)
+    whole = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    shown = marks.visible(whole, lines=False)
+    text = marks.visible(value) if isinstance(value, str) else None
+    where, climbs = resolves(value) if isinstance(value, str) else (None, False)
+    marked = shown != whole or shown_key != quoted or (text is not None and text != value)
+    return Argument(shown_key, shown, text, marked, where, climbs)
+
+
+def _fit(argument: Argument, width: int) -> Line:
+    key, cut_key = argument.key, len(argument.key) > KEY_WIDTH
+    if cut_key:
+        key = f"{key[: KEY_WIDTH - 1]}…"
+    head = f"{key}: "
+    room = width - len(head)
+    if len(argument.value) <= room:
+        return Line(head + argument.value, cut=cut_key)
+    keep = max(room - 18, 8)
+    missing = len(argument.value) - keep
+    return Line(f"{head}{argument.value[:keep]}… (+{missing} characters)", cut=True)
