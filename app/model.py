@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from core import marks, present
+from core import present
 from core.errors import SignoffError
 from core.proxy import config as configuration
 from core.proxy import manage, pinstore
@@ -56,7 +56,7 @@ class Pending(PendingRequest):
     @property
     def title(self) -> str:
         """``server/tool``, with anything a reader cannot see marked."""
-        return marks.visible(f"{self.server or '?'}/{self.tool or '?'}", lines=False)
+        return present.name(f"{self.server or '?'}/{self.tool or '?'}")
 
 
 def read_pending(store: Store, config_path: Path | None = None) -> list[Pending]:

@@ -1,7 +1,24 @@
-"""Notifications, in order of preference: the platform's own with Approve / Reject buttons
-(desktop-notifier: D-Bus on Linux, the notification centre on macOS, WinRT on Windows), the
-tray's balloon (``QSystemTrayIcon.showMessage``), an in-app popup. A request that needs the
-dialog (destructive, interrupted, duplicate) gets a "Review" button only.
+"""Notifications, in order of preference: the platform's own with buttons (the freedesktop
+service over D-Bus on Linux, app/freedesktop.py; desktop-notifier's notification centre on
+macOS and WinRT on Windows), the tray's balloon, an in-app popup.
+
+Rules:
+
+1. Nothing the model wrote is markup: a body goes to a daemon that advertises ``body-markup``
+   escaped (``core.present.markup_escape``), to any other sink as plain text. The balloon
+   carries no request text at all (Qt may hand it to a markup-parsing daemon unescaped); the
+   popup is plain text.
+2. The body is Signoff's line first (class, request hash fingerprint; bold where markup is
+   parsed, which no argument can be), then one line per argument (``core.present``).
+   Approve and Reject are offered only for a request whose every argument is shown whole and
+   nothing marked, and that is not destructive, interrupted or a duplicate
+   (``Pending.needs_dialog``); otherwise the one button is Review, which opens the dialog.
+3. A failed send is tried again on the native path (``RETRIES``) before this request falls
+   back; the next request tries the native path afresh.
+4. A notification follows its request: ``withdraw`` takes it off the screen when the request
+   was decided elsewhere. The ids shown are kept in a file, so a notification left by an app
+   that died is taken off by the next one (its buttons could no longer answer); only ids given
+   by the same daemon connection are closed, never another program's.
 
 Nothing here decides: buttons emit signals; the app decides through ``core.approvals``.
 """
@@ -9,25 +26,49 @@ Nothing here decides: buttons emit signals; the app decides through ``core.appro
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QMessageBox, QSystemTrayIcon
 
+from app.freedesktop import Freedesktop, NotificationFailed
 from app.model import Pending
+from core.present import markup_escape
 
 log = logging.getLogger("signoff.app")
 ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "pending.svg"
+RETRIES = (0.2, 1.0)  # seconds before each further try of a failed native send
+KINDS = {"interrupted_side_effect": "started before, outcome unknown",
+         "duplicate": "the same call already ran"}  # fmt: skip
 
 
-def message_of(p: Pending) -> tuple[str, str]:
-    """A title short enough for narrow notification daemons; the class leads the body."""
-    title = f"Approve {p.title}?"
-    kind = {"interrupted_side_effect": "started, outcome unknown; ",
-            "duplicate": "the same call already ran; "}.get(p.kind, "")  # fmt: skip
-    return title, f"{p.side_effect or '?'}: {kind}{p.summary()}\nrequest {p.fingerprint}"
+@dataclass(frozen=True)
+class Message:
+    title: str
+    head: str  # Signoff's own line
+    lines: tuple[str, ...]  # one per argument
+    buttons: tuple[tuple[str, str], ...]  # (key, label)
+
+    def body(self, markup: bool) -> str:
+        if not markup:
+            return "\n".join((self.head, *self.lines))
+        return "\n".join((f"<b>{markup_escape(self.head)}</b>",
+                          *(markup_escape(line) for line in self.lines)))  # fmt: skip
+
+
+def message_of(p: Pending) -> Message:
+    head = f"{p.side_effect or '?'} · request hash {p.fingerprint}"
+    if p.kind in KINDS:
+        head += f" · {KINDS[p.kind]}"
+    buttons = (("review", "Review…"),) if p.needs_dialog else (
+        ("approve", "Approve"), ("reject", "Reject"))  # fmt: skip
+    lines = tuple(line.text for line in p.view.lines())
+    return Message(f"Approve {p.title}?", head, lines, buttons)
 
 
 class Notifier(QObject):
@@ -35,88 +76,163 @@ class Notifier(QObject):
     approve = Signal(str)
     reject = Signal(str)
 
-    def __init__(self, tray: QSystemTrayIcon | None, *, native: bool = True) -> None:
+    def __init__(
+        self,
+        tray: QSystemTrayIcon | None,
+        *,
+        native: bool = True,
+        shown_file: Path | None = None,
+    ) -> None:
         super().__init__()
         self.tray = tray
         self.sent: list[tuple[str, str]] = []  # (approval id, how) for the record and tests
-        self._native: Any = None
+        self.shown_file = shown_file
+        self.shown: dict[str, int] = {}  # approval id -> the daemon's notification id
+        self._withdrawn: dict[int, str] = {}  # a press on one still says which request it was
+        self._native: Freedesktop | _Centre | None = None
         if native:
-            try:
-                from desktop_notifier import DesktopNotifier, Icon
-
-                self._native = DesktopNotifier(app_name="Signoff", app_icon=Icon(path=ICON))
-            except Exception as e:  # no backend for this platform
-                log.warning("no native notifications: %s", e)
+            self._native = _Centre(self) if sys.platform in ("darwin", "win32") else Freedesktop(
+                "Signoff", ICON.as_uri(), self._action, self._closed)  # fmt: skip
         if tray is not None:
             tray.messageClicked.connect(self._balloon_clicked)
         self._last_balloon = ""
+        self._popups: dict[str, QMessageBox] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        # One send at a time: desktop-notifier connects to the bus on its first send, and two
-        # first sends at once would open two connections (one never closed).
+        # One send at a time: one connection, and ids recorded in the order they were given.
         self._sending = asyncio.Lock()
 
+    # --- what the app calls ---------------------------------------------------------------
+
     def notify(self, p: Pending) -> None:
-        if self._native is not None:
-            task = asyncio.get_event_loop().create_task(self._send_native(p))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        if self._native is None:
+            self._fallback(p)
             return
-        self._fallback(p)
+        self._spawn(self._send_native(p))
 
-    async def _send_native(self, p: Pending) -> None:
-        from desktop_notifier import Button, Urgency
+    def showing(self) -> set[str]:
+        """The requests with a notification or a popup on the screen."""
+        return set(self.shown) | set(self._popups)
 
-        title, message = message_of(p)
-        buttons = (
-            [Button("Review…", on_pressed=lambda: self.clicked.emit(p.id))]
-            if p.needs_dialog
-            else [
-                Button("Approve", on_pressed=lambda: self.approve.emit(p.id)),
-                Button("Reject", on_pressed=lambda: self.reject.emit(p.id)),
-            ]
-        )
-        dispatched: list[bool] = []
-        async with self._sending:
-            if self._native is None:  # an earlier send failed, or the app closed it
-                self._fallback(p)
-                return
-            try:
-                # Critical, and no timeout: an approval is notified once, so it must stay until
-                # the operator acts on it (daemons expire normal ones in seconds).
-                await self._native.send(
-                    title=title, message=message, buttons=buttons,
-                    urgency=Urgency.Critical, timeout=0,
-                    on_clicked=lambda: self.clicked.emit(p.id),
-                    on_dispatched=lambda: dispatched.append(True),
-                )  # fmt: skip
-                if not dispatched:  # desktop-notifier logs a failed send instead of raising
-                    raise RuntimeError("no notification service took it")
-            except Exception as e:  # no notification service answered: the next way
-                log.warning("native notification failed: %s", e)
-                self._close_native()
-                self._fallback(p)
-                return
-        self.sent.append((p.id, "native"))
+    def withdraw(self, approval_id: str) -> None:
+        """The request is no longer pending: its notification and popup go (rule 4)."""
+        popup = self._popups.pop(approval_id, None)
+        if popup is not None:
+            popup.close()
+        nid = self.shown.pop(approval_id, None)
+        if nid is not None and self._native is not None:
+            self._withdrawn[nid] = approval_id
+            self._save()
+            self._spawn(self._close(nid))
+
+    def clear_left_over(self) -> None:
+        """Take off the notifications an earlier app left on the screen (rule 4)."""
+        if isinstance(self._native, Freedesktop) and self.shown_file is not None:
+            self._spawn(self._clear_left_over())
 
     def close(self) -> None:
-        """Let go of the native notifier's connection (its buttons stop answering)."""
-        self._close_native()
+        """Let go of the native connection (its buttons stop answering)."""
+        if isinstance(self._native, Freedesktop):
+            self._native.disconnect()
+        self._native = None
 
-    def _close_native(self) -> None:
-        native, self._native = self._native, None
-        # desktop-notifier has no close; its D-Bus backend keeps its connection as ``bus``.
-        bus = getattr(getattr(native, "_backend", None), "bus", None)
-        if bus is not None:
-            bus.disconnect()
+    # --- sending --------------------------------------------------------------------------
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.get_event_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_native(self, p: Pending) -> None:
+        message = message_of(p)
+        async with self._sending:
+            for delay in (*RETRIES, None):
+                native = self._native
+                if native is None:  # the app closed it meanwhile
+                    break
+                try:
+                    nid = await _deliver(native, message)
+                except Exception as e:  # any failure: try again, then fall back
+                    log.warning("native notification failed: %s", e)
+                    if delay is not None:
+                        await asyncio.sleep(delay)
+                    continue
+                self.shown[p.id] = nid
+                self._save()
+                self.sent.append((p.id, "native"))
+                return
+        self._fallback(p)
+
+    async def _close(self, nid: int) -> None:
+        try:
+            if self._native is not None:
+                await self._native.close(nid)
+        except Exception as e:  # already gone, or the daemon went away
+            log.info("closing notification %s: %s", nid, e)
+
+    async def _clear_left_over(self) -> None:
+        assert isinstance(self._native, Freedesktop)
+        left = self._load()
+        if not left:
+            return
+        try:
+            await self._native.capabilities()  # connects, and learns who owns the service
+        except NotificationFailed as e:
+            log.info("left-over notifications not closed: %s", e)
+            return
+        if left.get("owner") == self._native.owner:
+            for nid in left.get("ids", {}).values():
+                await self._close(int(nid))
+        self._save()
+
+    # --- the daemon's answers -------------------------------------------------------------
+
+    def _action(self, nid: int, key: str) -> None:
+        approval_id = next((a for a, n in self.shown.items() if n == nid), None)
+        if approval_id is None:  # withdrawn, and pressed before it went: the app says so
+            approval_id = self._withdrawn.pop(nid, None)
+        if approval_id is None:
+            return  # a notification of another app
+        self.shown.pop(approval_id, None)
+        self._save()
+        {"approve": self.approve, "reject": self.reject}.get(key, self.clicked).emit(approval_id)
+
+    def _closed(self, nid: int) -> None:
+        for approval_id, shown in list(self.shown.items()):
+            if shown == nid:
+                del self.shown[approval_id]
+                self._save()
+
+    def _save(self) -> None:
+        if self.shown_file is None:
+            return
+        owner = self._native.owner if isinstance(self._native, Freedesktop) else ""
+        self.shown_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self.shown_file.with_name(self.shown_file.name + ".tmp")
+        tmp.write_text(json.dumps({"owner": owner, "ids": self.shown}))
+        tmp.replace(self.shown_file)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.shown_file.read_text()) if self.shown_file else None
+        except (OSError, ValueError):
+            return {}
+        ok = isinstance(value, dict) and isinstance(value.get("ids"), dict)
+        return value if ok and all(isinstance(n, int) for n in value["ids"].values()) else {}
+
+    # --- the other ways -------------------------------------------------------------------
 
     def _fallback(self, p: Pending) -> None:
-        title, message = message_of(p)
+        """The balloon says only which tool waits (rule 1); the popup shows the lines."""
         if self.tray is not None and QSystemTrayIcon.supportsMessages() and self.tray.isVisible():
             self._last_balloon = p.id
-            self.tray.showMessage(title, message, QSystemTrayIcon.MessageIcon.Warning, 15_000)
+            self.tray.showMessage(f"Signoff: {p.title} waits for you",
+                                  "Click to review the request.",
+                                  QSystemTrayIcon.MessageIcon.Warning, 15_000)  # fmt: skip
             self.sent.append((p.id, "balloon"))
             return
-        box = QMessageBox(QMessageBox.Icon.Warning, title, message)
+        message = message_of(p)
+        box = QMessageBox(QMessageBox.Icon.Warning, message.title, message.body(markup=False))
+        box.setTextFormat(Qt.TextFormat.PlainText)
         box.setStandardButtons(QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Close)
         box.setModal(False)
         box.buttonClicked.connect(
@@ -127,9 +243,62 @@ class Notifier(QObject):
             )
         )
         box.show()
-        self._popup = box
+        self._popups[p.id] = box
         self.sent.append((p.id, "popup"))
+
+    @property
+    def _popup(self) -> QMessageBox | None:  # the latest, for tests
+        return next(reversed(self._popups.values()), None)
 
     def _balloon_clicked(self) -> None:
         if self._last_balloon:
             self.clicked.emit(self._last_balloon)
+
+
+async def _deliver(native: Freedesktop | _Centre, message: Message) -> int:
+    if isinstance(native, _Centre):
+        return await native.send(message)
+    capabilities = await native.capabilities()
+    # "default" is a click on the notification itself: it opens the dialog.
+    buttons = [("default", ""), *message.buttons] if "actions" in capabilities else []
+    body = message.body(markup="body-markup" in capabilities)
+    return await native.notify(message.title, body, buttons)
+
+
+class _Centre:
+    """macOS' notification centre and Windows' toasts through desktop-notifier: both take
+    plain text (desktop-notifier writes the toast's XML with ElementTree, which escapes)."""
+
+    owner = ""
+
+    def __init__(self, notifier: Notifier) -> None:
+        from desktop_notifier import DesktopNotifier, Icon
+
+        self._notifier = notifier
+        self._centre = DesktopNotifier(app_name="Signoff", app_icon=Icon(path=ICON))
+        self._sent: dict[int, Any] = {}
+
+    async def send(self, message: Message) -> int:
+        from desktop_notifier import Button, Urgency
+
+        nid = len(self._sent) + 1
+
+        def press(key: str) -> None:
+            self._notifier._action(nid, key)
+
+        buttons = [Button(label, on_pressed=lambda k=key: press(k)) for key, label in
+                   message.buttons]  # fmt: skip
+        dispatched: list[bool] = []
+        self._sent[nid] = await self._centre.send(
+            title=message.title, message=message.body(markup=False), buttons=buttons,
+            urgency=Urgency.Critical, timeout=0, on_clicked=lambda: press("review"),
+            on_dispatched=lambda: dispatched.append(True),
+        )  # fmt: skip
+        if not dispatched:  # desktop-notifier logs a failed send instead of raising
+            raise NotificationFailed("no notification service took it")
+        return nid
+
+    async def close(self, nid: int) -> None:
+        sent = self._sent.pop(nid, None)
+        if sent is not None:
+            await self._centre.clear(sent)

@@ -2,6 +2,11 @@
 
 No worker thread waits on a dialog: a pending approval is a row in the store, the proxy waits
 on the store, and the app only writes the decision (through ``core.approvals``).
+
+A prompt follows its request: when the store says a request is no longer pending (decided from
+the terminal, from the notification, from another window, or ended), its notification is taken
+off the screen and its open dialog says who decided and can decide nothing more; a button
+pressed on a prompt whose request is gone says so.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from core.errors import SignoffError
 from core.heads import HeadStore
 from core.proxy import config as configuration
 from core.proxy import wake
+from core.records import ApprovalView, read_approval
 from core.store import Store
 from core.sweep import sweep
 from core.witness import Witness
@@ -34,6 +40,7 @@ from core.witness import Witness
 log = logging.getLogger("signoff.app")
 RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "icons"
 SWEEP_MS = 15_000
+INFO = QSystemTrayIcon.MessageIcon.Information
 ANCHOR_RETRY_MAX = 16  # sweeps: a keyring that keeps failing is tried every 4 minutes
 
 
@@ -67,19 +74,21 @@ class TrayApp(QObject):
     ) -> None:
         super().__init__()
         self.store = store
-        self.model = AppModel(store, data_dir / "notified.json")
+        self.config_path = paths.config_path()
+        self.model = AppModel(store, data_dir / "notified.json", self.config_path)
         self.witness = Witness(store, heads, data_dir / "alarm.json")
         self.tray = QSystemTrayIcon(self)
         self.menu = QMenu()
         self.tray.setContextMenu(self.menu)
-        self.notifier = Notifier(self.tray, native=native)
+        self.notifier = Notifier(
+            self.tray, native=native, shown_file=data_dir / "notifications.json"
+        )
         self.notifier.clicked.connect(self.open_dialog)
         self.notifier.approve.connect(lambda i: self.decide(i, "approve", "from the notification"))
         self.notifier.reject.connect(lambda i: self.decide(i, "reject", "from the notification"))
         self.dialogs: dict[str, ApprovalDialog] = {}
         self.history: HistoryWindow | None = None
         self.settings: SettingsWindow | None = None
-        self.config_path = paths.config_path()
         self.notifications = self._notifications()
         self.watcher = Watcher(store.path, self)
         self.watcher.changed.connect(self.refresh)
@@ -88,12 +97,17 @@ class TrayApp(QObject):
         self._sweeper.timeout.connect(self.sweep)
         self._anchor_wait = self._anchor_countdown = 1  # sweeps between keyring retries
         self._alarmed = ""
+        self.said: list[tuple[str, str]] = []  # (title, text) of the tray's messages, in order
+        self.tray.activated.connect(self._activated)
 
     def start(self) -> None:
         self.model.witness = self.witness.check_all()
+        # The icon first: a hidden icon shows no message, and an alarm found now must show.
+        self._rebuild()
+        self.tray.show()
+        self.notifier.clear_left_over()
         self.sweep()
         self.refresh()
-        self.tray.show()
         self._sweeper.start()
 
     def stop(self) -> None:
@@ -110,6 +124,7 @@ class TrayApp(QObject):
         for p in fresh if self.notifications == "each" else ():
             log.info("notifying approval %s (%s)", p.id, p.title)
             self.notifier.notify(p)
+        self._follow_decisions()
         if self.history is not None and self.history.isVisible():
             self.history.refresh()
         if self.model.witness.alarm and self._alarmed != self.model.witness.alarm:
@@ -117,6 +132,27 @@ class TrayApp(QObject):
             self.tray.showMessage("Signoff: the record does not verify", self.model.witness.alarm,
                                   QSystemTrayIcon.MessageIcon.Critical, 0)  # fmt: skip
         self._rebuild()
+
+    def say(self, title: str, text: str, icon: QSystemTrayIcon.MessageIcon = INFO) -> None:
+        """A message from the tray (its text never holds a request's arguments)."""
+        self.said.append((title, text))
+        self.tray.showMessage(title, text, icon, 10_000)
+
+    def _follow_decisions(self) -> None:
+        """Prompts of requests no longer pending: notifications go, dialogs say who decided."""
+        waiting = {p.id for p in self.model.pending}
+        for approval_id in self.notifier.showing() - waiting:
+            self.notifier.withdraw(approval_id)
+        for approval_id, dialog in list(self.dialogs.items()):
+            live = dialog.isVisible() and dialog.approve_button.isEnabled()
+            if approval_id not in waiting and live:
+                dialog.decided_elsewhere(self.decided_text(approval_id))
+
+    def decided_text(self, approval_id: str) -> str:
+        """Who decided a request that is no longer pending, in a sentence."""
+        with self.store.snapshot() as conn:
+            approval = read_approval(conn, approval_id)
+        return decided_text(approval)
 
     def sweep(self) -> None:
         """Every SWEEP_MS: the sweeper, and the keyring tried again while the head is not kept."""
@@ -210,7 +246,8 @@ class TrayApp(QObject):
 
     def decide(self, approval_id: str, decision: str, reason: str = "") -> bool:
         pending = next((p for p in self.model.pending if p.id == approval_id), None)
-        if pending is None:
+        if pending is None:  # decided meanwhile, elsewhere: the button says so
+            self.say("Signoff: nothing decided", self.decided_text(approval_id))
             return False
         if decision == "approve" and reason == "from the notification" and pending.needs_dialog:
             self.open_dialog(approval_id)  # never approved from the notification alone
@@ -220,14 +257,22 @@ class TrayApp(QObject):
             act(self.store, pending.run_id, pending.id, f"operator:{getpass.getuser()}", reason,
                 expected_hash=pending.request_hash)  # fmt: skip
         except SignoffError as e:
-            self.tray.showMessage("Signoff: not decided", str(e),
-                                  QSystemTrayIcon.MessageIcon.Warning, 10_000)  # fmt: skip
+            self.say("Signoff: not decided", str(e), QSystemTrayIcon.MessageIcon.Warning)
             return False
         wake.wake(decision)
         self.refresh()
         return True
 
     # --- the icon and the menu ----------------------------------------------------------
+
+    def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        """A left click opens what waits: the oldest request's dialog, or the history."""
+        if reason != QSystemTrayIcon.ActivationReason.Trigger:
+            return
+        if self.model.pending:
+            self.open_dialog(self.model.pending[0].id)
+        else:
+            self.open_history()
 
     def _rebuild(self) -> None:
         model = self.model
@@ -294,3 +339,17 @@ class TrayApp(QObject):
 
     def pending_by_id(self, approval_id: str) -> Pending | None:
         return next((p for p in self.model.pending if p.id == approval_id), None)
+
+
+def decided_text(approval: ApprovalView | None) -> str:
+    """A sentence for a request that is no longer pending (no request text in it)."""
+    if approval is None:
+        return "This request is no longer in the record."
+    if approval.status == "pending":
+        return "This request is no longer waiting: its run ended."
+    verb = {"approved": "Approved", "consumed": "Approved (and run)", "rejected": "Rejected",
+            "expired": "Expired", "superseded": "Replaced by a newer request"}.get(
+        approval.status, approval.status.capitalize())  # fmt: skip
+    by = f" by {approval.decided_by}" if approval.decided_by else ""
+    why = f" ({approval.decided_reason})" if approval.decided_reason else ""
+    return f"{verb}{by}{why}. Nothing here can change it now."

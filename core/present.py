@@ -51,6 +51,13 @@ def markup_escape(text: str) -> str:
     return text.translate(_MARKUP)
 
 
+def name(text: str) -> str:
+    """A server's or tool's name for a title, a menu or a balloon, where it may be read as
+    markup or plain: marked as ``core.marks`` marks, and ``& < > ' "`` marked too."""
+    shown = marks.visible(text, lines=False)
+    return "".join(f"⟨U+{ord(c):04X}⟩" if c in "&<>'\"" else c for c in shown)
+
+
 def fingerprint(request_hash: str) -> str:
     """The request hash's first 16 hex digits in groups of four: what a notification shows."""
     h = request_hash

@@ -1,10 +1,10 @@
 """A fake org.freedesktop.Notifications service on the session bus, for the tests and the bench.
 
-It speaks the freedesktop notification protocol with dbus-fast (the library desktop-notifier
-itself uses, so client and server are not the same code): ``Notify``, ``GetCapabilities``
-(``actions`` and ``body``), ``GetServerInformation``, ``CloseNotification``, and the
-``ActionInvoked`` and ``NotificationClosed`` signals. It runs on its own thread with its own
-asyncio loop, as a notification daemon is its own process: the app under test talks to it
+It speaks the freedesktop notification protocol with dbus-fast (the library the app's client
+also uses; tests/app/test_xvfb_*.py run the app against a real daemon, xfce4-notifyd, too):
+``Notify``, ``GetCapabilities`` (``actions`` and ``body``, and ``body-markup`` when asked),
+``GetServerInformation``, ``CloseNotification``, and the ``ActionInvoked`` and
+``NotificationClosed`` signals. It runs on its own thread with its own asyncio loop, as a notification daemon is its own process: the app under test talks to it
 only over the bus.
 
 Every ``Notify`` is recorded (app name, summary, body, actions as (key, label) pairs, the
@@ -90,12 +90,13 @@ class _Interface(ServiceInterface):
         expire_timeout: DBusInt32,
     ) -> DBusUInt32:
         if self.service.refuse:
-            raise DBusError(ErrorType.FAILED, "this notification service refuses every Notify")
+            self.service.refuse -= 1
+            raise DBusError(ErrorType.FAILED, "this notification service refuses this Notify")
         return self.service._record(app_name, summary, body, actions)
 
     @dbus_method()
     def GetCapabilities(self) -> DBusStrings:
-        return ["actions", "body"]
+        return ["actions", "body", *(["body-markup"] if self.service.markup else [])]
 
     @dbus_method()
     def GetServerInformation(self) -> ServerInfo:
@@ -119,8 +120,9 @@ class _Interface(ServiceInterface):
 class NotificationService:
     """Owns ``org.freedesktop.Notifications`` on the session bus while in its ``with``."""
 
-    def __init__(self, *, refuse: bool = False) -> None:
-        self.refuse = refuse  # answer every Notify with an error, as a broken daemon would
+    def __init__(self, *, refuse: int = 0, markup: bool = False) -> None:
+        self.refuse = refuse  # answer this many Notify calls with an error, as a broken daemon
+        self.markup = markup  # advertise body-markup
         self.shown: list[Shown] = []
         self.closed: list[tuple[int, int]] = []
         self._lock = threading.Lock()
@@ -154,6 +156,15 @@ class NotificationService:
     def snapshot(self) -> list[Shown]:
         with self._lock:
             return list(self.shown)
+
+    def close(self, notification_id: int) -> None:
+        """The person dismissed it: NotificationClosed(id, 2)."""
+
+        def emit() -> None:
+            assert self._interface is not None
+            self._interface.NotificationClosed(notification_id, CLOSED_DISMISSED)
+
+        self._call(emit)
 
     def invoke(self, notification_id: int, action_key: str) -> None:
         """A click on a button: ActionInvoked, then the notification closes (dismissed)."""

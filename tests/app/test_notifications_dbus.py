@@ -2,7 +2,7 @@
 
 A fake ``org.freedesktop.Notifications`` service (tests/app/notification_service.py, dbus-fast)
 owns the name on the session bus that the test command starts with ``dbus-run-session``. The
-app is the real ``TrayApp`` with native notifications (desktop-notifier's D-Bus backend) in a
+app is the real ``TrayApp`` with native notifications (app/freedesktop.py over D-Bus) in a
 qasync loop around pytest-qt's QApplication; the call is a real ``signoff proxy --hold 30``
 started by the mcp SDK's client in a thread, in front of tests/proxy/fake_server.py. The proxy
 wakes the app over its socket; the app reads the store and notifies; a button is pressed by
@@ -28,15 +28,17 @@ import anyio
 import pytest
 import qasync
 from dbus_fast import DBusError
+from dbus_fast import Message as DBusMessage
 from dbus_fast.aio import MessageBus
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from app.model import Pending
 from app.notifier import Notifier
 from app.tray import TrayApp
 from core.heads import MemoryHeadStore
+from core.present import markup_escape
 from core.store import Store
 from tests.app.notification_service import (
     NotificationService,
@@ -247,13 +249,13 @@ def test_a_held_call_is_notified_and_approve_returns_its_result(
             # 1. What the notification says: tool, server, class, arguments, fingerprint.
             assert shown.app_name == "Signoff"
             assert shown.summary == "Approve notes/write_note?"
-            assert shown.body.startswith("local_mutation: ")
-            assert '{"text":"approved from the notification"}' in shown.body
-            assert f"request {grouped(waiting['hash'])}" in shown.body
+            head, *lines = shown.body.splitlines()
+            assert head == f"local_mutation · request hash {grouped(waiting['hash'])}"
+            assert lines == ['text: "approved from the notification"']
             assert buttons(shown) == ["Approve", "Reject"]
             assert ("default", "") in shown.actions  # a click on the body opens the dialog
             # The app maps the daemon's id to its buttons once the Notify call returns; a
-            # press before that is dropped by desktop-notifier (no person is that fast).
+            # press before that finds no request (no person is that fast).
             await until(lambda: tray.notifier.sent, "the app to know what it showed")
             assert tray.notifier.sent == [(waiting["id"], "native")]
             assert not notes.exists() and not held.done.is_set()  # held, not run
@@ -294,7 +296,7 @@ def test_a_destructive_call_offers_only_review_which_opens_the_dialog(
             [shown] = await until(service.snapshot, "the app's Notify")
             [waiting] = rig.pending()
             assert shown.summary == "Approve notes/write_note?"
-            assert shown.body.startswith("destructive: ")
+            assert shown.body.startswith("destructive · request hash ")
             assert buttons(shown) == ["Review…"]
             await until(lambda: tray.notifier.sent, "the app to know what it showed")
 
@@ -338,11 +340,12 @@ def test_a_pending_approval_is_notified_once_across_a_restart(
             await apps.stop(first)
 
             # 4. The app is recreated over the same data: it knows the approval waits, and
-            # says nothing again (a notify would have started a task in start()'s refresh).
+            # says nothing again; it takes off the notification the first one left.
             second = apps.start()
             assert [p.id for p in second.model.pending] == [waiting["id"]]
             assert second.model.state == "pending"
-            assert not second.notifier._tasks and second.notifier.sent == []
+            await until(lambda: not second.notifier._tasks, "the left-over to be closed")
+            assert second.notifier.sent == []
 
             # The operator decides from the menu's dialog instead; the held call completes.
             dialog = second.open_dialog(waiting["id"])
@@ -354,6 +357,8 @@ def test_a_pending_approval_is_notified_once_across_a_restart(
         finally:
             held.join()
         assert service.snapshot() == [shown]  # one Notify, from the first app only
+        # The first app's notification could no longer answer: the second took it off.
+        assert (shown.id, 3) in service.closed
         assert notes.read_text() == "after a restart\n"
 
     run(loop, scenario, apps)
@@ -362,7 +367,7 @@ def test_a_pending_approval_is_notified_once_across_a_restart(
 def test_approvals_waiting_at_start_are_each_notified_over_one_connection(
     service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps
 ) -> None:
-    """desktop-notifier connects to the bus on its first send: two first sends at once used to
+    """The notifier connects to the bus on its first send: two first sends at once must not
     open two connections, one of them never closed."""
 
     async def scenario() -> None:
@@ -374,10 +379,7 @@ def test_approvals_waiting_at_start_are_each_notified_over_one_connection(
         before = await own_connections()
         tray = apps.start()
         shown = await until(lambda: len(service.snapshot()) == 2 and service.snapshot(), "both")
-        assert [s.body.splitlines()[0] for s in shown] == [
-            'local_mutation: {"text":"waiting 1"}',
-            'local_mutation: {"text":"waiting 2"}',
-        ]
+        assert [s.body.splitlines()[1] for s in shown] == ['text: "waiting 1"', 'text: "waiting 2"']
         await until(lambda: len(tray.notifier.sent) == 2, "both sends to finish")
         assert await own_connections() == before + 1
         await apps.stop(tray)
@@ -389,10 +391,10 @@ def test_approvals_waiting_at_start_are_each_notified_over_one_connection(
 def test_without_a_working_notification_service_the_app_falls_back_to_a_popup(
     loop: qasync.QEventLoop, qtbot: QtBot
 ) -> None:
-    """desktop-notifier logs a failed send instead of raising it; the notifier must notice, or
-    the operator is never told (while the approval counts as notified). A service that refuses
-    every Notify stands for "none works" (an absent one cannot be had where a daemon is
-    D-Bus activatable, as on a desktop or in CI with a real daemon installed)."""
+    """A failed send is tried again, then falls back; the operator is always told (while the
+    approval counts as notified). A service that refuses every Notify stands for "none works"
+    (an absent one cannot be had where a daemon is D-Bus activatable, as on a desktop or in CI
+    with a real daemon installed). The popup is plain text and offers no Approve."""
     need(session_bus_available(), NO_BUS)
     daemon = "refusing"
     pending = Pending(
@@ -406,7 +408,7 @@ def test_without_a_working_notification_service_the_app_falls_back_to_a_popup(
         await until(lambda: notifier.sent, "the notifier to give up or succeed")
         await until(lambda: not notifier._tasks, "the send to finish")
 
-    service = NotificationService(refuse=True) if daemon == "refusing" else None
+    service = NotificationService(refuse=1000) if daemon == "refusing" else None
     with service or contextlib.nullcontext():
         loop.run_until_complete(asyncio.wait_for(scenario(), DEADLINE))
         notifier.close()
@@ -415,7 +417,151 @@ def test_without_a_working_notification_service_the_app_falls_back_to_a_popup(
     popup = notifier._popup
     qtbot.addWidget(popup)
     assert isinstance(popup, QMessageBox) and popup.isVisible()
-    assert popup.text() == 'local_mutation: {"text":"x"}\nrequest abab abab abab abab'
+    assert popup.text() == 'local_mutation · request hash abab abab abab abab\ntext: "x"'
+    assert popup.textFormat() == Qt.TextFormat.PlainText
+    labels = {b.text().replace("&", "") for b in popup.buttons()}
+    assert not any("Approve" in label for label in labels), labels
+
+
+@pytest.fixture
+def markup_service() -> Iterator[NotificationService]:
+    need(session_bus_available(), NO_BUS)
+    with NotificationService(markup=True) as running:
+        yield running
+
+
+def test_a_daemon_that_parses_markup_gets_every_request_text_escaped(
+    markup_service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps
+) -> None:
+    """G-APP-1: no argument is rendered as markup. Signoff's own line is the only bold one."""
+    payload = "<b>ok</b> & 'q' \"x\""
+
+    async def scenario() -> None:
+        apps.start()
+        held = HeldCall(rig, "write_note", {"text": payload}, hold=0.1)
+        [shown] = await until(markup_service.snapshot, "the app's Notify")
+        await held.wait()
+        [waiting] = rig.pending()
+        head, line = shown.body.splitlines()
+        assert head == f"<b>local_mutation · request hash {grouped(waiting['hash'])}</b>"
+        assert line == markup_escape('text: "<b>ok</b> & \'q\' \\"x\\""')
+        assert "<" not in line and "'" not in line
+        assert buttons(shown) == ["Approve", "Reject"]  # shown whole, nothing marked
+
+    run(loop, scenario, apps)
+
+
+def test_a_request_decided_from_the_terminal_takes_its_notification_off_and_its_dialog_says_so(
+    service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps, qtbot: QtBot
+) -> None:
+    async def scenario() -> None:
+        tray = apps.start()
+        held = HeldCall(rig, "write_note", {"text": "decided elsewhere"})
+        try:
+            [shown] = await until(service.snapshot, "the app's Notify")
+            [waiting] = rig.pending()
+            await until(lambda: tray.notifier.sent, "the app to know what it showed")
+            dialog = tray.open_dialog(waiting["id"])
+            assert dialog is not None and dialog.approve_button.isEnabled()
+
+            await asyncio.to_thread(rig.signoff, "reject", waiting["id"], "--reason", "no")
+            assert "rejected" in await held.wait()
+            await until(lambda: (shown.id, 3) in service.closed, "the notification taken off")
+            await until(lambda: not dialog.approve_button.isEnabled(), "the dialog to follow")
+            assert not dialog.reject_button.isEnabled()
+            assert "Rejected by operator:" in dialog.findChild(QLabel, "decided").text()
+            with qtbot.assertNotEmitted(dialog.decided):
+                qtbot.mouseClick(dialog.approve_button, Qt.MouseButton.LeftButton)
+
+            # A press that reaches the app after the request went (a slow daemon) says so,
+            # and decides nothing.
+            service.invoke(shown.id, shown.action("Approve"))
+            await until(lambda: tray.said, "the app to say the request was already decided")
+            assert tray.said[-1][0] == "Signoff: nothing decided"
+            assert tray.said[-1][1].startswith("Rejected by operator:")
+        finally:
+            held.join()
+        assert approval_row(tray.store, waiting["id"])[0] == "rejected"
+
+    run(loop, scenario, apps)
+
+
+def test_approve_on_the_notification_leaves_no_live_dialog_behind(
+    service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps, notes: Path
+) -> None:
+    async def scenario() -> None:
+        tray = apps.start()
+        held = HeldCall(rig, "write_note", {"text": "from the notification"})
+        try:
+            [shown] = await until(service.snapshot, "the app's Notify")
+            [waiting] = rig.pending()
+            await until(lambda: tray.notifier.sent, "the app to know what it showed")
+            dialog = tray.open_dialog(waiting["id"])
+            assert dialog is not None
+            service.invoke(shown.id, shown.action("Approve"))
+            assert await held.wait() == "wrote 'from the notification'"
+            await until(lambda: not dialog.reject_button.isEnabled(), "the dialog to follow")
+            assert "Approved" in dialog.findChild(QLabel, "decided").text()
+        finally:
+            held.join()
+        assert notes.read_text() == "from the notification\n"
+
+    run(loop, scenario, apps)
+
+
+def test_a_button_signal_sent_by_another_program_presses_nothing(
+    service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps
+) -> None:
+    """Only the connection owning org.freedesktop.Notifications can press a button."""
+
+    async def scenario() -> None:
+        tray = apps.start()
+        held = HeldCall(rig, "write_note", {"text": "forged"})
+        try:
+            [shown] = await until(service.snapshot, "the app's Notify")
+            [waiting] = rig.pending()
+            await until(lambda: tray.notifier.sent, "the app to know what it showed")
+            forger = await MessageBus().connect()
+            try:
+                signal = DBusMessage.new_signal(
+                    "/org/freedesktop/Notifications", "org.freedesktop.Notifications",
+                    "ActionInvoked", "us", [shown.id, shown.action("Approve")],
+                )  # fmt: skip
+                await forger.send(signal)
+                # A round trip after the signal: the bus has delivered it before the reply.
+                await forger.call(DBusMessage(destination="org.freedesktop.DBus",
+                                              path="/org/freedesktop/DBus",
+                                              interface="org.freedesktop.DBus.Peer",
+                                              member="Ping"))  # fmt: skip
+            finally:
+                forger.disconnect()
+            service.invoke(shown.id, shown.action("Reject"))  # the daemon: the real press
+            assert "rejected" in await held.wait()
+        finally:
+            held.join()
+        assert approval_row(tray.store, waiting["id"])[0] == "rejected"
+
+    run(loop, scenario, apps)
+
+
+def test_a_failed_send_is_tried_again_on_the_native_path(
+    loop: qasync.QEventLoop, rig: Rig, apps: Apps
+) -> None:
+    need(session_bus_available(), NO_BUS)
+
+    async def scenario() -> None:
+        with NotificationService(refuse=1) as flaky:
+            tray = apps.start()
+            held = HeldCall(rig, "write_note", {"text": "second try"}, hold=0.1)
+            await held.wait()
+            [shown] = await until(flaky.snapshot, "the Notify tried again")
+            [waiting] = rig.pending()
+            await until(lambda: tray.notifier.sent, "the app to know what it showed")
+            assert tray.notifier.sent == [(waiting["id"], "native")]
+            assert shown.body.splitlines()[1] == 'text: "second try"'
+            await apps.stop(tray)
+
+    run(loop, scenario, apps)
 
 
 # --- asking the bus itself ---------------------------------------------------------------------

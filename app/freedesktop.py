@@ -1,0 +1,133 @@
+"""A client of the freedesktop notification service (``org.freedesktop.Notifications``) over
+the session bus, with dbus-fast: what Signoff needs and desktop-notifier does not give.
+
+- ``capabilities``: whether the daemon parses ``body-markup`` decides how a body is written
+  (escaped, or as it is); desktop-notifier neither reads it nor escapes.
+- ``close``: a notification whose request was decided elsewhere is taken off the screen.
+- Signals are taken only from the connection that owns the service's name: another program on
+  the session bus cannot press a button by sending ``ActionInvoked`` itself.
+- One connection, opened on first use; a failure raises ``NotificationFailed`` and drops the
+  connection, so the next send starts afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from dbus_fast import Message, MessageType, Variant
+from dbus_fast.aio import MessageBus
+
+log = logging.getLogger("signoff.app")
+NAME = "org.freedesktop.Notifications"
+PATH = "/org/freedesktop/Notifications"
+_BUS = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+URGENCY_CRITICAL = 2
+
+
+class NotificationFailed(Exception):
+    """The notification service did not take a call (absent, refused, or the bus went away)."""
+
+
+class Freedesktop:
+    """``on_action(nid, key)`` and ``on_closed(nid)`` are called on the event loop."""
+
+    def __init__(
+        self,
+        app_name: str,
+        icon: str,
+        on_action: Callable[[int, str], None],
+        on_closed: Callable[[int], None],
+    ) -> None:
+        self.app_name, self.icon = app_name, icon
+        self.on_action, self.on_closed = on_action, on_closed
+        self.bus: MessageBus | None = None
+        self.owner = ""  # the unique name of the service's connection: its signals only
+        self._capabilities: frozenset[str] | None = None
+
+    async def capabilities(self) -> frozenset[str]:
+        if self._capabilities is None:
+            [caps] = await self._call("GetCapabilities")
+            self._capabilities = frozenset(str(c) for c in caps)
+        return self._capabilities
+
+    async def notify(
+        self, summary: str, body: str, actions: list[tuple[str, str]], replaces: int = 0
+    ) -> int:
+        flat = [part for pair in actions for part in pair]
+        hints = {
+            "urgency": Variant("y", URGENCY_CRITICAL),
+            "desktop-entry": Variant("s", "dev.signoff.Signoff"),
+        }
+        # Critical and no expiry: an approval is notified once, so it stays until acted on.
+        [nid] = await self._call(
+            "Notify", "susssasa{sv}i",
+            [self.app_name, replaces, self.icon, summary, body, flat, hints, 0],
+        )  # fmt: skip
+        return int(nid)
+
+    async def close(self, nid: int) -> None:
+        await self._call("CloseNotification", "u", [nid])
+
+    def disconnect(self) -> None:
+        bus, self.bus = self.bus, None
+        self._capabilities = None
+        if bus is not None:
+            bus.disconnect()
+
+    # --- the bus ----------------------------------------------------------------------------
+
+    async def _connect(self) -> MessageBus:
+        if self.bus is not None and self.bus.connected:
+            return self.bus
+        try:
+            bus = await MessageBus().connect()
+        except Exception as e:  # no session bus, or it refused us
+            raise NotificationFailed(f"no session bus: {e}") from e
+        self.bus = bus
+        try:
+            match = f"type='signal',interface='{NAME}',path='{PATH}'"
+            await self._raw(bus, *_BUS, "AddMatch", "s", [match])
+            [self.owner] = await self._raw(bus, *_BUS, "GetNameOwner", "s", [NAME])
+        except NotificationFailed:
+            self.disconnect()
+            raise
+        bus.add_message_handler(self._signal)
+        return bus
+
+    async def _call(self, member: str, signature: str = "", body: list[Any] | None = None) -> Any:
+        bus = await self._connect()
+        try:
+            return await self._raw(bus, NAME, PATH, NAME, member, signature, body or [])
+        except NotificationFailed:
+            self.disconnect()
+            raise
+
+    @staticmethod
+    async def _raw(
+        bus: MessageBus, dest: str, path: str, iface: str, member: str, sig: str, body: list[Any]
+    ) -> Any:
+        message = Message(destination=dest, path=path, interface=iface, member=member,
+                          signature=sig, body=body)  # fmt: skip
+        try:
+            reply = await bus.call(message)
+        except Exception as e:  # the connection broke
+            raise NotificationFailed(f"{member}: {e}") from e
+        if reply is None or reply.message_type == MessageType.ERROR:
+            detail = reply.body if reply is not None else "no reply"
+            raise NotificationFailed(f"{member}: {getattr(reply, 'error_name', '')} {detail}")
+        return reply.body
+
+    def _signal(self, message: Message) -> bool:
+        if message.message_type != MessageType.SIGNAL or message.interface != NAME:
+            return False
+        if message.sender != self.owner:
+            log.warning("ignored %s from %s: not the notification service", message.member,
+                        message.sender)  # fmt: skip
+            return False
+        if message.member == "ActionInvoked" and message.signature == "us":
+            self.on_action(int(message.body[0]), str(message.body[1]))
+        elif message.member == "NotificationClosed" and message.signature == "uu":
+            self.on_closed(int(message.body[0]))
+        return False
