@@ -4,8 +4,8 @@ It speaks the freedesktop notification protocol with dbus-fast (the library the 
 also uses; tests/app/test_xvfb_*.py run the app against a real daemon, xfce4-notifyd, too):
 ``Notify``, ``GetCapabilities`` (``actions`` and ``body``, and ``body-markup`` when asked),
 ``GetServerInformation``, ``CloseNotification``, and the ``ActionInvoked`` and
-``NotificationClosed`` signals. It runs on its own thread with its own asyncio loop, as a notification daemon is its own process: the app under test talks to it
-only over the bus.
+``NotificationClosed`` signals. It runs on its own thread with its own asyncio loop, as a
+notification daemon is its own process: the app under test talks to it only over the bus.
 
 Every ``Notify`` is recorded (app name, summary, body, actions as (key, label) pairs, the
 wall-clock and monotonic times of its arrival); ``invoke(id, key)`` does what a click on a
