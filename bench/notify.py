@@ -9,8 +9,8 @@ Needs a D-Bus session bus on which nothing owns ``org.freedesktop.Notifications`
 
 - the fake ``org.freedesktop.Notifications`` service of the tests
   (tests/app/notification_service.py, dbus-fast, on its own thread and loop);
-- the tray app, ``app.tray.TrayApp`` with native notifications (desktop-notifier's D-Bus
-  backend), in a qasync loop, woken by the proxy's datagram;
+- the tray app, ``app.tray.TrayApp`` with native notifications (app/freedesktop.py over
+  D-Bus), in a qasync loop, woken by the proxy's datagram;
 - ``signoff proxy notes --hold 30`` in front of tests/proxy/fake_server.py (``write_note``
   classified ``local_mutation``, so every call waits for approval), called by the mcp SDK's
   client on a thread of its own, one call after the other, each with new arguments.

@@ -172,6 +172,7 @@ def _fit(argument: Argument, width: int) -> Line:
     room = width - len(head)
     if len(argument.value) <= room:
         return Line(head + argument.value, cut=cut_key)
-    keep = max(room - 18, 8)
+    longest = len(f"… (+{len(argument.value)} characters)")  # the count only gets smaller
+    keep = max(room - longest, 8)
     missing = len(argument.value) - keep
     return Line(f"{head}{argument.value[:keep]}… (+{missing} characters)", cut=True)

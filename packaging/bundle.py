@@ -103,7 +103,8 @@ def hidden_imports() -> list[str]:
         names += ["desktop_notifier.backends.winrt", "win32ctypes.core"]
         names += collect_submodules("winrt")
     else:
-        names += ["desktop_notifier.backends.dbus", *collect_submodules("dbus_fast")]
+        # The app's own freedesktop client (app/freedesktop.py) speaks D-Bus through dbus-fast.
+        names += [*collect_submodules("dbus_fast")]
     return names
 
 

@@ -8,11 +8,10 @@ Rules:
    changes neither. When the pin changed but neither did, the diff says exactly that
    (``formatting_only``) rather than showing nothing.
 2. The description is split into lines at line feeds only; the schema at its normal form's lines.
-3. Characters a reader cannot see, or that a terminal acts on (control and format characters,
-   lone surrogates, line and paragraph separators; tab and line feed aside), are shown as
-   ``⟨U+XXXX⟩``, and so is ``⟨`` itself so that no text can pass for another. A reworded
-   description cannot hide behind an escape sequence, a right-to-left override or a zero-width
-   character.
+3. Characters a reader cannot see, or that a terminal acts on, are shown as ``⟨U+XXXX⟩`` and
+   long runs of spaces as ``⟨N spaces⟩`` (``core.marks``, the rule every prompt uses). A
+   reworded description cannot hide behind an escape sequence, a right-to-left override or a
+   zero-width character.
 4. Without the pinned text (``old=None``: pinned before Signoff kept texts, or the store was
    cleared) nothing is compared: the diff says so, holds only the tool as listed now, and has no
    unified text; it never presents the whole tool as an addition.
@@ -26,18 +25,16 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from core.marks import visible
 from core.proxy.pins import ListedTool
 from core.proxy.pinstore import PinnedTool
 
 DESCRIPTION, SCHEMA = "description", "input schema"
 MAX_TOKENS = 2000
 
-_MARK = "⟨"
-_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _TOKEN = re.compile(r"\w+\s*|[^\w\s]+\s*|\s+")
 
 Span = tuple[int, int]  # [start, end) of a line's characters
@@ -150,18 +147,6 @@ def diff(old: PinnedTool | None, new: ListedTool) -> ToolDiff:
 def schema_text(schema: dict[str, Any]) -> str:
     """The schema's normal form: sorted keys, an indent of 2, hidden characters shown."""
     return visible(json.dumps(schema, sort_keys=True, indent=2, ensure_ascii=False))
-
-
-def visible(text: str) -> str:
-    """``text`` with every character a reader cannot see shown as ``⟨U+XXXX⟩`` (rule 3)."""
-    if text.isprintable() and _MARK not in text:
-        return text
-    return "".join(
-        f"⟨U+{ord(c):04X}⟩"
-        if c == _MARK or (c not in "\n\t" and unicodedata.category(c) in _HIDDEN)
-        else c
-        for c in text
-    )
 
 
 def _rows(part: str, old: list[str], new: list[str]) -> list[Row]:

@@ -9,7 +9,7 @@ client of the bundled ``signoff proxy`` makes a write that waits, the app notifi
 bundled ``signoff approve`` approves it, the re-call performs it once, and the bundled
 ``signoff verify`` finds the chain intact and anchored in the keyring the app wrote. So every
 part PyInstaller's analysis cannot see is exercised: keyring's backends (entry points),
-desktop-notifier's D-Bus backend, the Qt plugins, the hidden command.
+its freedesktop client (app/freedesktop.py), the Qt plugins, the hidden command.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ async def play_the_agent(bundle: Bundle, env: dict[str, str], desktop: Desktop,
             pending = PENDING.search(held)
             assert pending is not None, held
             assert not (notes / WRITE["name"]).exists()
-            # The app, frozen, notified it through desktop-notifier's D-Bus backend.
+            # The app, frozen, notified it through its freedesktop client (app/freedesktop.py).
             await anyio.to_thread.run_sync(
                 lambda: wait_for(desktop.notifications, "the app's notification of the write")
             )
