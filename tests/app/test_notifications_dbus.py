@@ -279,6 +279,7 @@ def test_a_held_call_is_notified_and_approve_returns_its_result(
     run(loop, scenario, apps)
 
 
+@pytest.mark.guarantee("G-APP-1")
 def test_a_destructive_call_offers_only_review_which_opens_the_dialog(
     service: NotificationService,
     loop: qasync.QEventLoop,
@@ -388,6 +389,7 @@ def test_approvals_waiting_at_start_are_each_notified_over_one_connection(
     run(loop, scenario, apps)
 
 
+@pytest.mark.guarantee("G-APP-1")
 def test_without_a_working_notification_service_the_app_falls_back_to_a_popup(
     loop: qasync.QEventLoop, qtbot: QtBot
 ) -> None:
@@ -430,6 +432,7 @@ def markup_service() -> Iterator[NotificationService]:
         yield running
 
 
+@pytest.mark.guarantee("G-APP-1")
 def test_a_daemon_that_parses_markup_gets_every_request_text_escaped(
     markup_service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps
 ) -> None:
@@ -451,6 +454,7 @@ def test_a_daemon_that_parses_markup_gets_every_request_text_escaped(
     run(loop, scenario, apps)
 
 
+@pytest.mark.guarantee("G-APP-1")
 def test_a_request_decided_from_the_terminal_takes_its_notification_off_and_its_dialog_says_so(
     service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps, qtbot: QtBot
 ) -> None:
@@ -486,6 +490,7 @@ def test_a_request_decided_from_the_terminal_takes_its_notification_off_and_its_
     run(loop, scenario, apps)
 
 
+@pytest.mark.guarantee("G-APP-1")
 def test_approve_on_the_notification_leaves_no_live_dialog_behind(
     service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps, notes: Path
 ) -> None:
@@ -509,6 +514,7 @@ def test_approve_on_the_notification_leaves_no_live_dialog_behind(
     run(loop, scenario, apps)
 
 
+@pytest.mark.guarantee("G-APP-1")
 def test_a_button_signal_sent_by_another_program_presses_nothing(
     service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps
 ) -> None:
