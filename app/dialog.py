@@ -1,38 +1,75 @@
-"""The approval dialog: everything needed to decide, nothing that can mislead.
+"""The approval dialog: exactly what will run, readably; nothing that can mislead.
 
-The exact canonical arguments, pretty-printed in a scrollable read-only view (never cut); the
-full SHA-256 of the request and its fingerprint; tool, server, class, the pinned description,
-the policy's reason, how long it has waited, and what kind of approval it is. Approve and
-Reject take an optional reason. No button is the default, so a stray Enter approves nothing.
-The decision goes through ``core.approvals`` with the hash shown as the expected hash.
+Rules:
+
+1. A headline says in plain words what the tool does (``core.present.CLASS_WORDS``); a
+   destructive, interrupted or duplicate request also says so in bold red.
+2. The arguments are a table, one row per key in the schema's order (``core.present``): a
+   string by its text, anything else by its JSON text, with ``core.marks``' marks. Values wrap,
+   at a word or inside one, so no value needs a sideways scroll and no tail is out of sight.
+3. When anything had to be marked, a flag above the table says what the marks mean; a path
+   shows where it resolves, and whether it climbs above where it starts, in red.
+4. The exact canonical JSON that is hashed is one click away, wrapped, read-only.
+5. Request text is plain text everywhere: nothing the model wrote is read as markup.
+6. One hash, one name: the "Request hash", with its fingerprint (what a notification shows).
+7. No button is the default, so a stray Enter approves nothing. Once the request is decided
+   elsewhere or gone, the dialog says so and can only be closed: it emits no decision.
 """
 
 from __future__ import annotations
 
-import json
+import math
 from datetime import UTC, datetime
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtCore import QSize, QSizeF, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontDatabase,
+    QPalette,
+    QTextCharFormat,
+    QTextCursor,
+    QTextFrameFormat,
+    QTextLength,
+    QTextOption,
+    QTextTableFormat,
+)
 from PySide6.QtWidgets import (
     QDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from app.model import Pending
+from core import marks, present
 
 KIND_TEXT = {
     "interrupted_side_effect": "Interrupted: this call started and its outcome is unknown."
     " Approving runs it again, once.",
     "duplicate": "Duplicate: the same call already ran ({reason}).",
 }
+RED = "#b42318"
+MARKED_FLAG = (
+    "This request contains characters that are invisible or reorder text; each is shown as"
+    " ⟨U+XXXX⟩ (long runs of spaces as ⟨N spaces⟩)."
+)
+RAW_NOTE = "Exactly the text that is hashed."
+RAW_MARKED = (
+    "Exactly the text that is hashed, without marks: the characters flagged above are"
+    " invisible here, or reorder the text around them."
+)
+CLIMBS = "(climbs above where it starts)"
+_SELECTABLE = Qt.TextInteractionFlag.TextSelectableByMouse
+_WRAP_ANYWHERE = QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere
 
 
 def waited(created_at: str, now: datetime | None = None) -> str:
@@ -44,6 +81,125 @@ def waited(created_at: str, now: datetime | None = None) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
+def headline(pending: Pending) -> str:
+    words = present.CLASS_WORDS.get(pending.side_effect or "")
+    said = f"It {words}." if words else "What it does is not known."
+    return f"Run {pending.title}? {said}"
+
+
+def resolution(argument: present.Argument) -> str | None:
+    """The line under a path's value (rule 3), or None."""
+    if argument.resolves is None and not argument.climbs:
+        return None
+    where = argument.resolves
+    parts = [f"→ resolves to {marks.visible(where, lines=False)}"] if where is not None else []
+    return " ".join(parts + ([CLIMBS] if argument.climbs else []))
+
+
+def plain_label(text: str, *, wrap: bool = True) -> QLabel:
+    """A label for text that is short or ours: plain, never markup (rule 5), selectable."""
+    label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setWordWrap(wrap)
+    label.setTextInteractionFlags(_SELECTABLE)
+    return label
+
+
+def _reading(edit: QTextEdit | QPlainTextEdit) -> None:
+    """Read-only, selectable, wrapped at a word or inside one, never a sideways scroll."""
+    edit.setReadOnly(True)
+    edit.setUndoRedoEnabled(False)
+    edit.setTextInteractionFlags(_SELECTABLE)
+    edit.setWordWrapMode(_WRAP_ANYWHERE)
+    edit.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+
+class WrappedText(QTextEdit):
+    """A label for request text: plain, selectable, and wrapped inside a long word too, which a
+    QLabel cannot do (its long word would widen the dialog past the screen, out of sight)."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        _reading(self)
+        self.setPlainText(text)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.viewport().setBackgroundRole(QPalette.ColorRole.Window)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.document().setDocumentMargin(0)
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    def text(self) -> str:
+        return self.toPlainText()
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return math.ceil(self._laid_out(width).height())
+
+    def sizeHint(self) -> QSize:
+        width = min(math.ceil(self._laid_out(-1).width()), 480)  # -1: unwrapped
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(60, self.fontMetrics().height())
+
+    def _laid_out(self, width: int) -> QSizeF:
+        document = self.document().clone()
+        document.setTextWidth(width)
+        return document.size()
+
+
+class ArgumentsView(QTextEdit):
+    """The arguments table (rule 2).
+
+    One read-only document holding a two-column table, rather than a QTableWidget or a grid of
+    QLabels: a QLabel wraps only between words (a long word would widen the dialog until it
+    needs a sideways scroll), a table cell elides what does not fit and cannot select part of a
+    value. A document wraps inside a word too, scrolls only vertically, and lets any part be
+    selected and copied. Text goes in through ``QTextCursor.insertText``, which never parses
+    markup.
+    """
+
+    def __init__(self, view: present.RequestView, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        _reading(self)
+        self.setMinimumHeight(90)
+        cursor = QTextCursor(self.document())
+        if not view.arguments:
+            cursor.insertText("(no arguments)")
+            return
+        self._fill(cursor, view.arguments)
+
+    def _fill(self, cursor: QTextCursor, arguments: tuple[present.Argument, ...]) -> None:
+        key, value, flag = QTextCharFormat(), QTextCharFormat(), QTextCharFormat()
+        key.setFontWeight(QFont.Weight.DemiBold)
+        value.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        flag.setForeground(QColor(RED))
+        flag.setFontWeight(QFont.Weight.Bold)
+        percent = QTextLength.Type.PercentageLength
+        table_format = QTextTableFormat()
+        table_format.setWidth(QTextLength(percent, 100))
+        table_format.setColumnWidthConstraints([QTextLength(percent, 26), QTextLength(percent, 74)])
+        table_format.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
+        table_format.setBorderBrush(self.palette().mid())
+        table_format.setBorderCollapse(True)
+        table_format.setBorder(1)
+        table_format.setCellPadding(4)
+        table = cursor.insertTable(len(arguments), 2, table_format)
+        for row, argument in enumerate(arguments):
+            table.cellAt(row, 0).firstCursorPosition().insertText(argument.key, key)
+            at = table.cellAt(row, 1).firstCursorPosition()
+            at.insertText(argument.value if argument.text is None else argument.text, value)
+            note = resolution(argument)
+            if note is not None:
+                at.insertBlock()
+                at.insertText(note, flag)
+
+
 class ApprovalDialog(QDialog):
     decided = Signal(str, str, str)  # approval id, "approve" or "reject", reason
     details = Signal(str)  # run id: show it in the history window
@@ -51,72 +207,130 @@ class ApprovalDialog(QDialog):
     def __init__(self, pending: Pending, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.pending = pending
+        self._over = False  # decided elsewhere or gone: nothing here may decide (rule 7)
+        view = pending.view
         self.setWindowTitle(f"Signoff: {pending.title} asks for approval")
         self.setMinimumWidth(560)
         layout = QVBoxLayout(self)
 
+        self.banner = plain_label("")
+        self.banner.setStyleSheet("background: #fef0c7; padding: 6px; font-weight: bold;")
+        self.banner.hide()
+        layout.addWidget(self.banner)
+        self.headline = WrappedText(headline(pending))
+        big = self.headline.font()
+        big.setPointSizeF(big.pointSizeF() * 1.2)
+        self.headline.setFont(big)
+        layout.addWidget(self.headline)
         kind = KIND_TEXT.get(pending.kind, "").format(reason=pending.reason)
-        self.kind_label = QLabel(kind or f"Approval of a {pending.side_effect or '?'} call.")
-        self.kind_label.setWordWrap(True)
+        self.kind_label = plain_label(kind or f"Approval of a {pending.side_effect or '?'} call.")
         if pending.kind in KIND_TEXT or pending.side_effect == "destructive":
-            self.kind_label.setStyleSheet("font-weight: bold; color: #b42318;")
+            self.kind_label.setStyleSheet(f"font-weight: bold; color: {RED};")
         layout.addWidget(self.kind_label)
+        layout.addLayout(self._form(pending))
 
-        form = QFormLayout()
-        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        for label, value in (
-            ("Tool", pending.tool or "?"),
-            ("Server", pending.server or "(library run)"),
-            ("Class", pending.side_effect or "?"),
-            ("Policy", pending.reason or "-"),
-            ("Waiting", waited(pending.created_at)),
-        ):
-            form.addRow(label, QLabel(value))
-        self.description = QLabel(pending.description or "(no description)")
-        self.description.setWordWrap(True)
-        self.description.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        form.addRow("Description", self.description)
-        self.hash_label = QLabel(f"{pending.request_hash}\n{pending.fingerprint}")
-        self.hash_label.setFont(mono)
-        self.hash_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        form.addRow("Request SHA-256", self.hash_label)
-        layout.addLayout(form)
-
+        self.flag = plain_label(MARKED_FLAG)
+        self.flag.setStyleSheet(f"font-weight: bold; color: {RED};")
+        self.flag.setVisible(view.marked)
+        layout.addWidget(self.flag)
         layout.addWidget(QLabel("Arguments, exactly as they will be sent:"))
-        self.arguments = QPlainTextEdit()
-        self.arguments.setReadOnly(True)
-        self.arguments.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.arguments.setFont(QFont(mono))
-        self.arguments.setPlainText(_pretty(pending.arguments))
-        layout.addWidget(self.arguments, 1)
+        self.arguments = ArgumentsView(view)
+        layout.addWidget(self.arguments, 3)
+
+        self.raw_button = QPushButton("Show the exact JSON")
+        self.raw_button.setCheckable(True)
+        self.raw_button.setAutoDefault(False)
+        self.raw_button.toggled.connect(self._show_raw)
+        layout.addWidget(self.raw_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.raw_note = plain_label(RAW_MARKED if view.marked else RAW_NOTE)
+        if view.marked:
+            self.raw_note.setStyleSheet(f"color: {RED};")
+        self.raw = QPlainTextEdit(pending.arguments)
+        _reading(self.raw)
+        self.raw.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.raw.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        for widget in (self.raw_note, self.raw):
+            widget.hide()
+            layout.addWidget(widget, 0 if widget is self.raw_note else 2)
 
         self.reason = QLineEdit()
         self.reason.setPlaceholderText("Reason (optional, recorded with your decision)")
         layout.addWidget(self.reason)
+        layout.addLayout(self._buttons(pending))
+        self._default_size()
 
+    def _form(self, pending: Pending) -> QFormLayout:
+        form = QFormLayout()
+        for label, value in (
+            ("Tool", pending.tool or "?"),
+            ("Server", pending.server or "(library run)"),
+        ):  # named by the server: any length, anything in them
+            form.addRow(label, WrappedText(marks.visible(value, lines=False)))
+        for label, value in (
+            ("Class", pending.side_effect or "?"),
+            ("Policy", pending.reason or "-"),
+            ("Waiting", waited(pending.created_at)),
+        ):
+            form.addRow(label, plain_label(marks.visible(value, lines=False)))
+        self.description = WrappedText(marks.visible(pending.description or "(no description)"))
+        form.addRow("Description", self.description)
+        self.hash_label = plain_label(pending.request_hash, wrap=False)
+        self.hash_label.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.fingerprint_label = plain_label(f"fingerprint {pending.fingerprint}", wrap=False)
+        row = QHBoxLayout()
+        row.addWidget(self.hash_label)
+        row.addWidget(self.fingerprint_label)
+        row.addStretch(1)
+        form.addRow("Request hash", row)
+        return form
+
+    def _buttons(self, pending: Pending) -> QHBoxLayout:
         buttons = QHBoxLayout()
         self.history_button = QPushButton("Details in history…")
-        self.history_button.setAutoDefault(False)
         self.history_button.clicked.connect(lambda: self.details.emit(pending.run_id))
-        buttons.addWidget(self.history_button)
-        buttons.addStretch(1)
+        self.close_button = QPushButton("Close")
+        self.close_button.clicked.connect(self.reject)
+        self.close_button.hide()
         self.reject_button = QPushButton("Reject")
         self.approve_button = QPushButton("Approve")
-        for button in (self.reject_button, self.approve_button):
+        buttons.addWidget(self.history_button)
+        buttons.addStretch(1)
+        for button in (self.close_button, self.reject_button, self.approve_button):
+            buttons.addWidget(button)
+        for button in (self.history_button, self.reject_button, self.approve_button):
             button.setAutoDefault(False)
             button.setDefault(False)
-            buttons.addWidget(button)
-        layout.addLayout(buttons)
         self.reject_button.clicked.connect(lambda: self._decide("reject"))
         self.approve_button.clicked.connect(lambda: self._decide("approve"))
+        return buttons
+
+    def _default_size(self) -> None:
+        """Wide enough for the hash beside its fingerprint, tall enough for the table, never
+        taller than the screen (the buttons stay in sight)."""
+        room = self.screen().availableGeometry()
+        hint = self.sizeHint()
+        self.resize(min(max(hint.width(), 720), room.width()), min(660, room.height()))
+
+    def _show_raw(self, shown: bool) -> None:
+        self.raw_button.setText("Hide the exact JSON" if shown else "Show the exact JSON")
+        self.raw_note.setVisible(shown)
+        self.raw.setVisible(shown)
+
+    def decided_elsewhere(self, text: str) -> None:
+        """The request was decided elsewhere, or is gone: say ``text``; only Close is left."""
+        self._over = True
+        self.banner.setText(text)
+        self.banner.show()
+        self.reason.setEnabled(False)
+        for button in (self.approve_button, self.reject_button):
+            button.setEnabled(False)
+            button.hide()
+        self.close_button.show()
+        self.close_button.setDefault(True)  # Enter now only closes
+        self.close_button.setFocus()
 
     def _decide(self, decision: str) -> None:
+        if self._over:
+            return
         self.decided.emit(self.pending.id, decision, self.reason.text())
         self.accept()
-
-
-def _pretty(arguments: str) -> str:
-    try:
-        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False, sort_keys=True)
-    except ValueError:
-        return arguments

@@ -31,7 +31,7 @@ from dbus_fast import DBusError
 from dbus_fast import Message as DBusMessage
 from dbus_fast.aio import MessageBus
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
+from PySide6.QtWidgets import QApplication, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from app.model import Pending
@@ -473,7 +473,7 @@ def test_a_request_decided_from_the_terminal_takes_its_notification_off_and_its_
             await until(lambda: (shown.id, 3) in service.closed, "the notification taken off")
             await until(lambda: not dialog.approve_button.isEnabled(), "the dialog to follow")
             assert not dialog.reject_button.isEnabled()
-            assert "Rejected by operator:" in dialog.findChild(QLabel, "decided").text()
+            assert "Rejected by operator:" in dialog.banner.text()
             with qtbot.assertNotEmitted(dialog.decided):
                 qtbot.mouseClick(dialog.approve_button, Qt.MouseButton.LeftButton)
 
@@ -506,7 +506,7 @@ def test_approve_on_the_notification_leaves_no_live_dialog_behind(
             service.invoke(shown.id, shown.action("Approve"))
             assert await held.wait() == "wrote 'from the notification'"
             await until(lambda: not dialog.reject_button.isEnabled(), "the dialog to follow")
-            assert "Approved" in dialog.findChild(QLabel, "decided").text()
+            assert "Approved" in dialog.banner.text()
         finally:
             held.join()
         assert notes.read_text() == "from the notification\n"
