@@ -129,12 +129,15 @@ class TrayApp(QObject):
             self.history.refresh()
         if self.model.witness.alarm and self._alarmed != self.model.witness.alarm:
             self._alarmed = self.model.witness.alarm
-            self.tray.showMessage("Signoff: the record does not verify", self.model.witness.alarm,
-                                  QSystemTrayIcon.MessageIcon.Critical, 0)  # fmt: skip
+            self.say("Signoff: the record does not verify", self.model.witness.alarm,
+                     QSystemTrayIcon.MessageIcon.Critical)  # fmt: skip
         self._rebuild()
 
     def say(self, title: str, text: str, icon: QSystemTrayIcon.MessageIcon = INFO) -> None:
-        """A message from the tray (its text never holds a request's arguments)."""
+        """A message from the tray (its text never holds a request's arguments). The icon is
+        shown first: a hidden icon shows no message."""
+        if not self.tray.isVisible():
+            self.tray.show()
         self.said.append((title, text))
         self.tray.showMessage(title, text, icon, 10_000)
 

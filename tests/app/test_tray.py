@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QSystemTrayIcon
 
 from app.tray import TrayApp
 from core.heads import MemoryHeadStore
@@ -84,6 +85,56 @@ def test_an_edited_record_turns_the_icon_to_alarm_until_acknowledged(
     tray.refresh()
     assert tray.model.state == "alarm"
     assert any(t.startswith("Alarm: event 3") for t in _texts(tray))
+
+
+def test_an_alarm_found_at_start_is_shown(store: Store, home: Path, qtbot) -> None:
+    make_pending(store)
+    conn = sqlite3.connect(store.path)
+    conn.execute("UPDATE events SET payload = '{}' WHERE seq = 3")
+    conn.commit()
+    conn.close()
+    app = TrayApp(store, MemoryHeadStore(), home, native=False)
+    shown: list[tuple[str, bool]] = []  # (title, whether the icon was visible to show it)
+    show_message = app.tray.showMessage
+    app.tray.showMessage = lambda title, *rest: (  # type: ignore[method-assign]
+        shown.append((title, app.tray.isVisible())),
+        show_message(title, *rest),
+    )
+    app.start()
+    try:
+        assert app.model.state == "alarm"
+        assert ("Signoff: the record does not verify", True) in shown
+    finally:
+        app.stop()
+
+
+def test_a_left_click_opens_what_waits_or_else_the_history(
+    store: Store, tray: TrayApp, qtbot
+) -> None:
+    click = QSystemTrayIcon.ActivationReason.Trigger
+    tray.tray.activated.emit(click)
+    assert tray.history is not None and tray.history.isVisible()
+    qtbot.addWidget(tray.history)
+    approval = make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    tray.tray.activated.emit(click)
+    dialog = tray.dialogs.get(approval.id)
+    assert dialog is not None and dialog.isVisible()
+    dialog.close()
+
+
+@pytest.mark.guarantee("G-APP-1")
+def test_a_request_not_shown_whole_is_not_approved_from_the_notification(
+    store: Store, tray: TrayApp, qtbot
+) -> None:
+    approval = make_pending(store, tool="write", arguments={"text": "x" * 300, "to": "a"})
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    assert not tray.model.pending[0].view.whole()
+    assert not tray.decide(approval.id, "approve", "from the notification")
+    assert approval.id in tray.dialogs
+    status = store._conn.execute("SELECT status FROM approvals").fetchone()[0]
+    assert status == "pending"
+    tray.dialogs[approval.id].close()
 
 
 def test_without_a_keyring_the_menu_says_not_anchored(store: Store, home: Path, qtbot) -> None:
