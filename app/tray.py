@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 from app import autostart
 from app.dialog import ApprovalDialog
 from app.history import HistoryWindow
+from app.labels import dbus_menu_in_use, menu_text
 from app.model import AppModel, Pending
 from app.notifier import Notifier
 from app.settings import SettingsWindow
@@ -77,6 +78,8 @@ class TrayApp(QObject):
         self.config_path = paths.config_path()
         self.model = AppModel(store, data_dir / "notified.json", self.config_path)
         self.witness = Witness(store, heads, data_dir / "alarm.json")
+        # Asked once, before Qt makes its own choice of tray (app/labels.py rule 3).
+        self.dbus_menu = dbus_menu_in_use()
         self.tray = QSystemTrayIcon(self)
         self.menu = QMenu()
         self.tray.setContextMenu(self.menu)
@@ -289,7 +292,7 @@ class TrayApp(QObject):
         menu = self.menu
         menu.clear()
         if witness.alarm:
-            alarm = menu.addAction(f"Alarm: {witness.alarm[:80]}")
+            alarm = menu.addAction(self._label(f"Alarm: {witness.alarm[:80]}"))
             acknowledge = menu.addAction("Acknowledge the alarm and verify again")
             acknowledge.triggered.connect(self._acknowledge)
             alarm.setEnabled(False)
@@ -299,7 +302,9 @@ class TrayApp(QObject):
         )
         header.setEnabled(False)
         for p in model.pending:
-            action = menu.addAction(f"{p.title} ({p.side_effect or '?'}) {p.fingerprint}")
+            action = menu.addAction(
+                self._label(f"{p.title} ({p.side_effect or '?'}) fingerprint {p.fingerprint}")
+            )
             action.triggered.connect(lambda _=False, i=p.id: self.open_dialog(i))
         menu.addSeparator()
         history = menu.addAction("History…")
@@ -307,7 +312,9 @@ class TrayApp(QObject):
         settings = menu.addAction("Settings…")
         settings.triggered.connect(self.open_settings)
         chain = menu.addAction(
-            f"Chain: verified to event {witness.head.seq if witness.head else 0}, {anchor}"
+            self._label(
+                f"Chain: verified to event {witness.head.seq if witness.head else 0}, {anchor}"
+            )
         )
         chain.setEnabled(False)
         pause = QAction("Pause notifications", menu)
@@ -324,6 +331,10 @@ class TrayApp(QObject):
         quit_action = menu.addAction("Quit Signoff")
         quit_action.triggered.connect(self._quit)
         self.state_changed.emit(state)
+
+    def _label(self, text: str) -> str:
+        """A menu label that reads as written on this tray (app/labels.py)."""
+        return menu_text(text, self.dbus_menu)
 
     def _pause(self, paused: bool) -> None:
         self.model.paused = paused

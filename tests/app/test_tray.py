@@ -183,3 +183,17 @@ def test_with_notifications_set_to_tray_only_nothing_pops_up(
     qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
     assert tray.notifier.sent == []
     assert "1 waiting for you" in _texts(tray)
+
+
+def test_menu_labels_are_written_for_the_tray_that_draws_them(
+    store: Store, tray: TrayApp, qtbot
+) -> None:
+    """Under a StatusNotifierItem tray "_" is dbusmenu's mnemonic (app/labels.py)."""
+    approval = make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    fingerprint = tray.model.pending[0].fingerprint
+    assert f"srv/push (remote_mutation) fingerprint {fingerprint}" in _texts(tray)
+    tray.dbus_menu = True
+    tray._rebuild()
+    assert f"srv/push (remote__mutation) fingerprint {fingerprint}" in _texts(tray)
+    assert approval.id

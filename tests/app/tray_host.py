@@ -1,0 +1,190 @@
+"""A stand-in StatusNotifierItem host on a D-Bus bus, for the tray label tests.
+
+It does what a panel's tray (Plasma, GNOME's AppIndicator extension, xfce4-panel) does, with
+dbus-fast (not Qt, so the client is not the code under test): it owns
+``org.kde.StatusNotifierWatcher`` (unless ``watch`` is false), records every
+``RegisterStatusNotifierItem``, and reads a registered item's menu the way a host draws it:
+the item's ``Menu`` property, then ``com.canonical.dbusmenu.GetLayout`` on that path. It runs on
+its own thread with its own asyncio loop, as a panel is its own process.
+
+    with TrayHost(address) as host:
+        item = host.wait_for_item(20)             # the bus name the item registered with
+        labels = host.menu_labels(item)           # each entry's dbusmenu "label", as sent
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Annotated, Any, TypeVar
+
+from dbus_fast import DBusError, Message, MessageType, NameFlag, PropertyAccess, RequestNameReply
+from dbus_fast.aio import MessageBus
+from dbus_fast.annotations import DBusBool, DBusInt32, DBusSignature, DBusStr
+from dbus_fast.service import ServiceInterface, dbus_method, dbus_property, dbus_signal
+
+WATCHER = "org.kde.StatusNotifierWatcher"
+WATCHER_PATH = "/StatusNotifierWatcher"
+ITEM_PATH = "/StatusNotifierItem"
+ITEM_INTERFACE = "org.kde.StatusNotifierItem"
+DBusStrings = Annotated[list[str], DBusSignature("as")]
+T = TypeVar("T")
+
+
+class _Watcher(ServiceInterface):
+    def __init__(self, host: TrayHost) -> None:
+        super().__init__(WATCHER)
+        self.host = host
+
+    @dbus_method()
+    def RegisterStatusNotifierItem(self, service: DBusStr):  # the protocol's names
+        self.host._registered(service)
+        self.StatusNotifierItemRegistered(service)
+
+    @dbus_method()
+    def RegisterStatusNotifierHost(self, service: DBusStr):
+        pass
+
+    @dbus_property(access=PropertyAccess.READ)
+    def RegisteredStatusNotifierItems(self) -> DBusStrings:
+        return list(self.host.items)
+
+    @dbus_property(access=PropertyAccess.READ)
+    def IsStatusNotifierHostRegistered(self) -> DBusBool:
+        return True
+
+    @dbus_property(access=PropertyAccess.READ)
+    def ProtocolVersion(self) -> DBusInt32:
+        return 0
+
+    @dbus_signal()
+    def StatusNotifierItemRegistered(self, service: str) -> DBusStr:
+        return service
+
+
+class TrayHost:
+    """Connected to the bus at ``address`` while in its ``with``; owns the watcher's name when
+    ``watch``."""
+
+    def __init__(self, address: str, *, watch: bool = True) -> None:
+        self.address = address
+        self.watch = watch
+        self.items: list[str] = []
+        self._item = threading.Event()
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._bus: MessageBus | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="tray-host", daemon=True)
+
+    def __enter__(self) -> TrayHost:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the tray host did not connect within 10 s")
+        if self._error is not None:
+            self._thread.join(10)
+            raise RuntimeError(f"the tray host did not start: {self._error}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+        self._thread.join(10)
+        if self._thread.is_alive():
+            raise RuntimeError("the tray host did not stop within 10 s")
+
+    # --- the test's side ----------------------------------------------------------------
+
+    def wait_for_item(self, timeout: float) -> str:
+        """The bus name of the first item that registered, waiting up to ``timeout`` s."""
+        if not self._item.wait(timeout):
+            raise AssertionError(f"no StatusNotifierItem registered within {timeout:.0f} s")
+        return self.items[0]
+
+    def menu_labels(self, item: str) -> list[str]:
+        """The ``label`` of each entry of the item's menu, as the item sent it."""
+        return self._call(self._menu_labels(item))
+
+    def exporters(self, pid: int) -> list[str]:
+        """The bus names of process ``pid`` that export an object at /StatusNotifierItem."""
+        return self._call(self._exporters(pid))
+
+    # --- the host's thread --------------------------------------------------------------
+
+    def _registered(self, service: str) -> None:
+        self.items.append(service)
+        self._item.set()
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(20)
+
+    async def _ask(
+        self, destination: str, path: str, interface: str, member: str,
+        signature: str = "", body: list[Any] | None = None,
+    ) -> list[Any]:  # fmt: skip
+        assert self._bus is not None
+        message = Message(destination=destination, path=path, interface=interface,
+                          member=member, signature=signature, body=body or [])  # fmt: skip
+        reply = await self._bus.call(message)
+        assert reply is not None
+        if reply.message_type == MessageType.ERROR:
+            raise AssertionError(f"{member} on {destination}{path}: {reply.error_name}")
+        return reply.body
+
+    async def _menu_labels(self, item: str) -> list[str]:
+        properties = ("org.freedesktop.DBus.Properties", "Get", "ss")
+        (menu,) = await self._ask(item, ITEM_PATH, *properties, [ITEM_INTERFACE, "Menu"])
+        _revision, (_id, _properties, children) = await self._ask(
+            item, menu.value, "com.canonical.dbusmenu", "GetLayout", "iias", [0, -1, []]
+        )
+        labels = []
+        for child in children:
+            _child_id, properties, _grandchildren = child.value
+            if "label" in properties:
+                labels.append(properties["label"].value)
+        return labels
+
+    async def _exporters(self, pid: int) -> list[str]:
+        dbus = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+        (names,) = await self._ask(*dbus, "ListNames")
+        found = []
+        for name in names:
+            if not name.startswith(":"):
+                continue
+            (owner,) = await self._ask(*dbus, "GetConnectionUnixProcessID", "s", [name])
+            if owner != pid:
+                continue
+            assert self._bus is not None
+            try:
+                await self._bus.introspect(name, ITEM_PATH)
+            except DBusError:  # Qt answers "No such object path" for a path nothing is at
+                continue
+            found.append(name)
+        return found
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as e:  # reported to the thread that waits in __enter__
+            self._error = e
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        bus = self._bus = await MessageBus(bus_address=self.address).connect()
+        try:
+            if self.watch:
+                bus.export(WATCHER_PATH, _Watcher(self))
+                reply = await bus.request_name(WATCHER, NameFlag.DO_NOT_QUEUE)
+                if reply != RequestNameReply.PRIMARY_OWNER:
+                    raise RuntimeError(f"{WATCHER} is already owned on this bus ({reply.name})")
+            self._ready.set()
+            await self._stop.wait()
+        finally:
+            bus.disconnect()
+            await bus.wait_for_disconnect()
