@@ -6,8 +6,10 @@ Rules:
 1. The store is the truth and the window scales with it: runs are read a page at a time
    (keyset paging on ``(created_at, rowid)``, newest first) and every filter is SQL, so a
    database of 100,000 runs opens at once.
-2. What is shown is what is stored: the canonical arguments and the request hash verbatim,
-   never re-encoded.
+2. What is shown is what is stored: the canonical arguments, the request hash of the run's
+   approval (the hash the operator approved; "Copy request hash" copies it) and the step's
+   call hash (the same tool and arguments anywhere, never approved) verbatim, never
+   re-encoded, each under its own name.
 3. Nothing long runs on a click: verifying the chain and re-checking every run go in slices on a
    timer, with progress, so the window never freezes.
 4. The window only reads. A pending run opens the approval dialog (``open_approval``); the
@@ -51,6 +53,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.history_model import (  # the data side of the window
+    CALL_HASH_HELP,
     OUTCOMES,
     RECHECK_PER_TICK,
     VERIFY_PAGE,
@@ -60,6 +63,7 @@ from app.history_model import (  # the data side of the window
     RunsModel,
     read_detail,
 )
+from core import present
 from core.chain import ChainVerifier, Head
 from core.errors import ChainBroken, HeadUnavailable, SignoffError
 from core.heads import HeadStore
@@ -164,7 +168,9 @@ class HistoryWindow(QWidget):
         request_row = QHBoxLayout()
         request_row.addWidget(QLabel("Request (canonical, exactly as stored):"), 1)
         self.copy_request = QPushButton("Copy request")
-        self.copy_hash = QPushButton("Copy hash")
+        self.copy_hash = QPushButton("Copy request hash")
+        self.copy_hash.setToolTip("The request hash of the run's approval: the hash approved")
+        self.copy_hash.setEnabled(False)  # until a run with an approval is shown
         self.copy_request.clicked.connect(self._copy_request)
         self.copy_hash.clicked.connect(self._copy_hash)
         request_row.addWidget(self.copy_request)
@@ -179,6 +185,11 @@ class HistoryWindow(QWidget):
         self.hash_label.setFont(mono)
         self.hash_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         run_layout.addWidget(self.hash_label)
+        self.call_hash_label = QLabel("")
+        self.call_hash_label.setFont(mono)
+        self.call_hash_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.call_hash_label.setToolTip(f"Call hash: {CALL_HASH_HELP}.")
+        run_layout.addWidget(self.call_hash_label)
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
         self.detail.setFont(mono)
@@ -323,10 +334,20 @@ class HistoryWindow(QWidget):
         if detail is None:
             self.request_view.setPlainText("")
             self.hash_label.setText("")
+            self.call_hash_label.setText("")
+            self.copy_hash.setEnabled(False)
             self.detail.setPlainText(f"Run {run_id} is no longer in the store.")
             return
         self.request_view.setPlainText(detail.arguments)
-        self.hash_label.setText(f"Request SHA-256: {detail.request_hash or '-'}")
+        if detail.request_hash:
+            self.hash_label.setText(
+                f"Request hash: {detail.request_hash}"
+                f" (fingerprint {present.fingerprint(detail.request_hash)})"
+            )
+        else:
+            self.hash_label.setText("Request hash: - (no approval was asked for this run)")
+        self.copy_hash.setEnabled(bool(detail.request_hash))
+        self.call_hash_label.setText(f"Call hash: {detail.call_hash or '-'}")
         self.detail.setPlainText(detail.text)
 
     def selected_run_ids(self) -> list[str]:
@@ -338,7 +359,7 @@ class HistoryWindow(QWidget):
             QApplication.clipboard().setText(self.current_detail.arguments)
 
     def _copy_hash(self) -> None:
-        if self.current_detail is not None:
+        if self.current_detail is not None and self.current_detail.request_hash:
             QApplication.clipboard().setText(self.current_detail.request_hash)
 
     def _double_clicked(self, index: QModelIndex) -> None:

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core import canonical
+from core import canonical, present
 from core.errors import SignoffError
 from core.store import Store
 
@@ -31,6 +31,9 @@ EVENTS_SHOWN = 1_000  # events of one run listed in the detail pane
 OUTCOMES = ("completed", "failed", "denied", "pending", "rejected", "expired", "interrupted",
             "running")  # fmt: skip
 COLUMNS = ("Time", "Server", "Tool", "Class", "Outcome", "Decided by", "Duration")
+# Two hashes, one name each (docs/user-guide.md, "Deciding requests"): the approval's request
+# hash is the one the operator approves; a step's call hash only names the call.
+CALL_HASH_HELP = "the same tool and arguments anywhere; not the hash you approve"
 # What each sortable column sorts by, in SQL (NULLs as "" so the keyset comparison holds).
 # "Decided by" is worked out per page in Python and is not sortable.
 SORT_KEYS = {
@@ -325,7 +328,8 @@ class RunsModel(QAbstractTableModel):
 class RunDetail:
     run_id: str
     arguments: str  # the tool step's canonical arguments, verbatim
-    request_hash: str
+    request_hash: str  # the request hash of its newest approval, the one approved; "" if none
+    call_hash: str  # the tool step's call hash (approvals.call_hash); "" if none recorded
     text: str  # everything else, for reading
 
 
@@ -367,14 +371,14 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
     if result is not None:
         lines.append(f"  result: {result}")
     tool_step = next((s for s in reversed(steps) if s[3] is not None), None)
-    for idx, s_status, name, arguments, request_hash, observation, started, ended, spec in steps:
+    for idx, s_status, name, arguments, call_hash, observation, started, ended, spec in steps:
         side = _spec_field(spec, "side_effect")
         lines += [
             "",
             f"Step {idx}: {name or '(no tool)'} [{side or '?'}], {s_status}",
             f"  started {started}" + (f", ended {ended}" if ended else ""),
             f"  arguments (canonical): {arguments if arguments is not None else '-'}",
-            f"  request hash: {request_hash or '-'}",
+            f"  call hash: {call_hash or '-'} ({CALL_HASH_HELP})",
             f"  observation: {observation if observation is not None else '(none recorded)'}",
         ]
     policies = [e for e in events if e[2] == "step.policy"]
@@ -394,7 +398,8 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
     lines += ["", f"Approvals ({len(approvals)}):"]
     for a_id, step, kind, a_status, a_hash, p_reason, a_created, by, why, at in approvals:
         lines.append(f"  {a_id} (step {step}, {kind}): {a_status}; asked {a_created}")
-        lines.append(f"    policy's reason: {p_reason or '-'}; request hash {a_hash}")
+        lines.append(f"    policy's reason: {p_reason or '-'}")
+        lines.append(f"    request hash: {a_hash} (fingerprint {present.fingerprint(a_hash)})")
         if by or at:
             lines.append(f"    decided by {by or '?'} at {at or '?'}: {why or '(no reason given)'}")
     lines += ["", f"Events ({min(len(events), EVENTS_SHOWN)} shown):", "  seq  kind  hash"]
@@ -403,9 +408,14 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
         lines.append(f"  {seq}  {kind}{where}  {at}  {e_hash}")
     if len(events) > EVENTS_SHOWN:
         lines.append("  … (more events: see the export)")
+    # The request hash shown is the approval's, for the step whose request is shown.
+    approval = next(
+        (a for a in reversed(approvals) if tool_step is not None and a[1] == tool_step[0]), None
+    )
     return RunDetail(
         rid,
         tool_step[3] if tool_step else "",
+        approval[4] if approval else "",
         (tool_step[4] or "") if tool_step else "",
         "\n".join(lines),
     )

@@ -8,7 +8,11 @@ Rules:
 2. The state rows are exported whole, column by column. The JSON columns (a run's ``result``
    and ``limits``, a step's ``decision``, ``arguments`` and ``observation``) are parsed; a
    value that is not JSON is exported as its stored text. An approval's ``request`` stays the
-   text its ``request_hash`` is over.
+   text its ``request_hash`` is over. Fields keep their columns' names (renaming one is a
+   migration, and readers of earlier exports rely on them), so two hashes share a name: an
+   approval's ``request_hash`` is the *request hash*, the one the operator approves; a step's
+   ``request_hash`` is its *call hash* (``approvals.call_hash``: the same tool and arguments
+   anywhere, never approved). A run's ``call_key`` is the proxy's *call key*.
 3. Each event carries ``prev``, the hash of the event before it in the database (the genesis
    for event 1), so that every exported event can be checked on its own. A payload whose stored
    text is not canonical JSON is exported as that text, so that it fails the check rather than

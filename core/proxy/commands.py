@@ -12,10 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core import paths
+from core import paths, present
 from core.approvals import approve, reject
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError, UnknownApproval
+from core.marks import visible
 from core.policy import Rule
 from core.proxy import config as configuration
 from core.proxy import manage, status, wake
@@ -122,13 +123,22 @@ def register(commands: Any) -> None:
     )
     p.set_defaults(func=proxy)
 
-    p = commands.add_parser("pending", help="the approvals waiting for a decision (JSON)")
+    p = commands.add_parser(
+        "pending",
+        help="the approvals waiting for a decision, one JSON object a line (hash: the request"
+        " hash that approve --hash takes; fingerprint: its first 16 hex digits)",
+    )
     p.set_defaults(func=pending)
     for name, helptext in (("approve", "approve a pending request"), ("reject", "reject one")):
         p = commands.add_parser(name, help=helptext)
         p.add_argument("approval", metavar="ID")
         p.add_argument("--reason", default="", metavar="R")
-        p.add_argument("--hash", metavar="SHA256", help="refuse unless the request has this hash")
+        p.add_argument(
+            "--hash",
+            metavar="SHA256",
+            help="refuse unless the request hash is this one (the full 64 hex digits shown as"
+            " hash by signoff pending): the request you read is the request decided",
+        )
         p.set_defaults(func=decide, decision=name)
 
     p = commands.add_parser("runs", help="the most recent runs")
@@ -329,7 +339,7 @@ def pin(args: argparse.Namespace) -> int:
         print(f"{row['tool']}: {row['status']}, class {row['class'] or '-'}"
               f"{f', annotations {marks}' if marks else ''}; {usable}")  # fmt: skip
         if row["status"] == "new":  # what the operator is asked to pin: the whole text
-            for line in pindiff.visible(row["description"] or "(no description)").splitlines():
+            for line in visible(row["description"] or "(no description)").splitlines():
                 print(f"    {line}")
     for what, why in listing.dropped:
         print(f"dropped {what}: {why}")
@@ -493,7 +503,8 @@ def pending(args: argparse.Namespace) -> int:
     for p in waiting:
         print(json.dumps({
             "id": p.id, "run_id": p.run_id, "server": p.server, "tool": p.tool,
-            "arguments": loads(p.arguments), "hash": p.request_hash, "kind": p.kind,
+            "arguments": loads(p.arguments), "hash": p.request_hash,
+            "fingerprint": present.fingerprint(p.request_hash), "kind": p.kind,
             "class": p.side_effect, "created_at": p.created_at, "reason": p.reason,
         }, ensure_ascii=False))  # fmt: skip
     return EXIT_OK
@@ -513,7 +524,8 @@ def decide(args: argparse.Namespace) -> int:
             return _error(str(e), type(e).__name__)
     wake.wake(args.decision)
     verb = "approved" if args.decision == "approve" else "rejected"
-    print(f"{verb} {approval.id} (run {approval.run_id}, request {approval.request_hash[:16]})")
+    fingerprint = present.fingerprint(approval.request_hash)
+    print(f"{verb} {approval.id} (run {approval.run_id}, request fingerprint {fingerprint})")
     return EXIT_OK
 
 

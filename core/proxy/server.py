@@ -48,7 +48,7 @@ from typing import Any
 
 import mcp_types as types
 
-from core import canonical
+from core import canonical, present
 from core.decisions import Decision
 from core.errors import (
     OutcomeUnknown,
@@ -563,7 +563,8 @@ class Proxy:
         lines = [f"{len(waiting)} request(s) wait for the operator's decision:"]
         for p in waiting:
             lines.append(
-                f"- {p.id}: {p.server}/{p.tool} {p.arguments} ({p.kind}), since {p.created_at}"
+                f"- {p.id}: {p.server}/{p.tool} {p.arguments} ({p.kind}), request fingerprint"
+                f" {present.fingerprint(p.request_hash)}, since {p.created_at}"
             )
         lines.append("When one is approved, call the tool again with the same arguments.")
         return "\n".join(lines)
@@ -772,7 +773,8 @@ def _pending(
         else "This call needs the operator's approval and has not run."
     )
     return _text(
-        f"{first} It is pending as approval {approval_id} (request {request_hash[:16]}). The"
+        f"{first} It is pending as approval {approval_id} (request fingerprint"
+        f" {present.fingerprint(request_hash)}). The"
         f" operator decides outside this conversation. Once it is approved, call {tool} again"
         " with exactly the same arguments to collect the result; until then, calling again"
         f" says it is still pending. {STATUS_TOOL} lists what waits."

@@ -155,19 +155,25 @@ def test_sorting_by_a_column_is_done_in_sql_and_pages_on(store: Store, home: Pat
     assert model.rows[0].id == "run-450"  # the builders run later than the pending ones
 
 
-def test_selecting_a_run_shows_its_exact_arguments_and_request_hash(
+def test_selecting_a_run_shows_its_exact_arguments_request_hash_and_call_hash(
     store: Store, home: Path, qtbot
 ) -> None:
     record_runs(store, 2, steps=1)
     make_pending(store, arguments={"text": "héllo\nworld", "n": 1.5, "z": [1, {"a": None}]})
-    arguments, request_hash = store._conn.execute(
+    arguments, call_hash = store._conn.execute(
         "SELECT arguments, request_hash FROM steps WHERE run_id = 'r1'"
     ).fetchone()
+    (request_hash,) = store._conn.execute(
+        "SELECT request_hash FROM approvals WHERE run_id = 'r1'"
+    ).fetchone()
+    assert request_hash != call_hash
     window = open_window(store, home, qtbot)
     window.table.selectRow(window.model.row_of("r1"))
     assert window.selected_run_id == "r1"
     assert window.request_view.toPlainText() == arguments
-    assert request_hash in window.hash_label.text()
+    assert window.hash_label.text().startswith(f"Request hash: {request_hash} (fingerprint ")
+    assert window.call_hash_label.text() == f"Call hash: {call_hash}"
+    assert "not the hash you approve" in window.call_hash_label.toolTip()
     detail = window.detail.toPlainText()
     assert (
         "step.policy" in detail and "ap-r1" in detail
@@ -177,6 +183,20 @@ def test_selecting_a_run_shows_its_exact_arguments_and_request_hash(
     assert QApplication.clipboard().text() == arguments
     window.copy_hash.click()
     assert QApplication.clipboard().text() == request_hash
+
+
+def test_a_run_that_asked_no_approval_shows_no_request_hash_and_copies_none(
+    store: Store, home: Path, qtbot
+) -> None:
+    allowed_read(store)
+    (call_hash,) = store._conn.execute(
+        "SELECT request_hash FROM steps WHERE run_id = 'read-1'"
+    ).fetchone()
+    window = open_window(store, home, qtbot)
+    window.table.selectRow(window.model.row_of("read-1"))
+    assert window.hash_label.text().startswith("Request hash: - ")
+    assert window.call_hash_label.text() == f"Call hash: {call_hash}"
+    assert not window.copy_hash.isEnabled()  # the call hash is never offered as the one approved
 
 
 def verify(window: HistoryWindow, qtbot) -> None:

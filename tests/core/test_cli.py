@@ -6,8 +6,11 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from core.heads import KeyringHeadStore
 from core.store import Store
+from tests.app.pending import make_pending
 from tests.builders import record_runs
 from tests.conftest import NO_KEYRING_ENV, KeyringUnderTest, run_signoff
 
@@ -97,3 +100,33 @@ def test_signoff_help_shows_the_commands(home: Path) -> None:
 def test_a_bad_command_is_a_usage_error(home: Path) -> None:
     done = run_signoff("verfy", home=home)
     assert done.returncode == 2
+
+
+def _decision_state(store: Store, approval_id: str) -> tuple[str, str, int]:
+    """The approval's status, its run's status and the number of events."""
+    return store._conn.execute(
+        "SELECT a.status, r.status, (SELECT COUNT(*) FROM events) FROM approvals a"
+        " JOIN runs r ON r.id = a.run_id WHERE a.id = ?",
+        (approval_id,),
+    ).fetchone()
+
+
+@pytest.mark.guarantee("G-GATE-1")
+def test_a_decision_given_any_hash_but_the_request_hash_is_refused_and_decides_nothing(
+    store: Store, home: Path
+) -> None:
+    approval = make_pending(store)
+    (call_hash,) = store._conn.execute(
+        "SELECT request_hash FROM steps WHERE run_id = ?", (approval.run_id,)
+    ).fetchone()
+    before = _decision_state(store, approval.id)
+    assert before[:2] == ("pending", "WAITING_FOR_APPROVAL")
+    # Another request's hash, and the step's call hash: the hash that is not approved.
+    for verb, wrong in (("approve", "0" * 64), ("approve", call_hash), ("reject", call_hash)):
+        done = run_signoff(verb, approval.id, "--hash", wrong, home=home)
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert "[ApprovalMismatch]" in done.stderr
+        assert _decision_state(store, approval.id) == before
+    done = run_signoff("approve", approval.id, "--hash", approval.request_hash, home=home)
+    assert done.returncode == 0, done.stderr
+    assert _decision_state(store, approval.id)[0] == "approved"
