@@ -8,8 +8,9 @@ Rules:
    escaped (``core.present.markup_escape``), to any other sink as plain text. The balloon
    carries no request text at all (Qt may hand it to a markup-parsing daemon unescaped); the
    popup is plain text.
-2. The body is Signoff's line first (class, request hash fingerprint; bold where markup is
-   parsed, which no argument can be), then one line per argument (``core.present``).
+2. The body is Signoff's two lines first (the class; the request hash's fingerprint), bold
+   where markup is parsed, which no argument can be; then one line per argument
+   (``core.present``).
    Approve and Reject are offered only for a request whose every argument is shown whole and
    nothing marked, and that is not destructive, interrupted or a duplicate
    (``Pending.needs_dialog``); otherwise the one button is Review, which opens the dialog.
@@ -50,21 +51,23 @@ KINDS = {"interrupted_side_effect": "started before, outcome unknown",
 @dataclass(frozen=True)
 class Message:
     title: str
-    head: str  # Signoff's own line
+    head: tuple[str, ...]  # Signoff's own lines: the class, the fingerprint
     lines: tuple[str, ...]  # one per argument
     buttons: tuple[tuple[str, str], ...]  # (key, label)
 
     def body(self, markup: bool) -> str:
         if not markup:
-            return "\n".join((self.head, *self.lines))
-        return "\n".join((f"<b>{markup_escape(self.head)}</b>",
+            return "\n".join((*self.head, *self.lines))
+        return "\n".join((*(f"<b>{markup_escape(line)}</b>" for line in self.head),
                           *(markup_escape(line) for line in self.lines)))  # fmt: skip
 
 
 def message_of(p: Pending) -> Message:
-    head = f"{p.side_effect or '?'} · request hash {p.fingerprint}"
+    kind = p.side_effect or "?"
     if p.kind in KINDS:
-        head += f" · {KINDS[p.kind]}"
+        kind += f" · {KINDS[p.kind]}"
+    # Two short lines: each fits a narrow daemon's line (xfce4-notifyd: 42 characters).
+    head = (kind, f"fingerprint {p.fingerprint}")
     buttons = (("review", "Review…"),) if p.needs_dialog else (
         ("approve", "Approve"), ("reject", "Reject"))  # fmt: skip
     lines = tuple(line.text for line in p.view.lines())

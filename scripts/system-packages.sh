@@ -5,6 +5,9 @@
 #   notification daemon that draws action buttons), trayer (a tray host), openbox (a window
 #   manager, for scripts/screenshots.sh): the tray app on a real X server
 #   (tests/app/test_xvfb_*.py, scripts/screenshots.sh);
+#   at-spi2-core (an accessibility bus), python3-gi and gir1.2-atspi-2.0 (Debian's Python
+#   reading it): what xfce4-notifyd drew, read from its own window
+#   (tests/app/test_xvfb_notification_markup.py, scripts/screenshot-notifications.sh);
 #   libxcb-*, libxkbcommon-x11-0: what Qt's xcb platform plugin loads.
 #   desktop-file-utils (desktop-file-validate): the desktop entries (tests/packaging);
 #   binutils (strip): PyInstaller strips the bundle's libraries (packaging/build-linux.sh).
@@ -12,6 +15,7 @@
 set -euo pipefail
 packages=(dbus gnome-keyring
     xvfb xdotool x11-utils imagemagick xfce4-notifyd trayer openbox
+    at-spi2-core python3-gi gir1.2-atspi-2.0
     libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
     libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0
     desktop-file-utils binutils)

@@ -249,8 +249,9 @@ def test_a_held_call_is_notified_and_approve_returns_its_result(
             # 1. What the notification says: tool, server, class, arguments, fingerprint.
             assert shown.app_name == "Signoff"
             assert shown.summary == "Approve notes/write_note?"
-            head, *lines = shown.body.splitlines()
-            assert head == f"local_mutation · request hash {grouped(waiting['hash'])}"
+            kind, fingerprint, *lines = shown.body.splitlines()
+            assert kind == "local_mutation"
+            assert fingerprint == f"fingerprint {grouped(waiting['hash'])}"
             assert lines == ['text: "approved from the notification"']
             assert buttons(shown) == ["Approve", "Reject"]
             assert ("default", "") in shown.actions  # a click on the body opens the dialog
@@ -297,7 +298,7 @@ def test_a_destructive_call_offers_only_review_which_opens_the_dialog(
             [shown] = await until(service.snapshot, "the app's Notify")
             [waiting] = rig.pending()
             assert shown.summary == "Approve notes/write_note?"
-            assert shown.body.startswith("destructive · request hash ")
+            assert shown.body.startswith("destructive\nfingerprint ")
             assert buttons(shown) == ["Review…"]
             await until(lambda: tray.notifier.sent, "the app to know what it showed")
 
@@ -380,7 +381,7 @@ def test_approvals_waiting_at_start_are_each_notified_over_one_connection(
         before = await own_connections()
         tray = apps.start()
         shown = await until(lambda: len(service.snapshot()) == 2 and service.snapshot(), "both")
-        assert [s.body.splitlines()[1] for s in shown] == ['text: "waiting 1"', 'text: "waiting 2"']
+        assert [s.body.splitlines()[2] for s in shown] == ['text: "waiting 1"', 'text: "waiting 2"']
         await until(lambda: len(tray.notifier.sent) == 2, "both sends to finish")
         assert await own_connections() == before + 1
         await apps.stop(tray)
@@ -419,7 +420,7 @@ def test_without_a_working_notification_service_the_app_falls_back_to_a_popup(
     popup = notifier._popup
     qtbot.addWidget(popup)
     assert isinstance(popup, QMessageBox) and popup.isVisible()
-    assert popup.text() == 'local_mutation · request hash abab abab abab abab\ntext: "x"'
+    assert popup.text() == 'local_mutation\nfingerprint abab abab abab abab\ntext: "x"'
     assert popup.textFormat() == Qt.TextFormat.PlainText
     labels = {b.text().replace("&", "") for b in popup.buttons()}
     assert not any("Approve" in label for label in labels), labels
@@ -445,8 +446,9 @@ def test_a_daemon_that_parses_markup_gets_every_request_text_escaped(
         [shown] = await until(markup_service.snapshot, "the app's Notify")
         await held.wait()
         [waiting] = rig.pending()
-        head, line = shown.body.splitlines()
-        assert head == f"<b>local_mutation · request hash {grouped(waiting['hash'])}</b>"
+        kind, fingerprint, line = shown.body.splitlines()
+        assert kind == "<b>local_mutation</b>"
+        assert fingerprint == f"<b>fingerprint {grouped(waiting['hash'])}</b>"
         assert line == markup_escape('text: "<b>ok</b> & \'q\' \\"x\\""')
         assert "<" not in line and "'" not in line
         assert buttons(shown) == ["Approve", "Reject"]  # shown whole, nothing marked
@@ -564,7 +566,7 @@ def test_a_failed_send_is_tried_again_on_the_native_path(
             [waiting] = rig.pending()
             await until(lambda: tray.notifier.sent, "the app to know what it showed")
             assert tray.notifier.sent == [(waiting["id"], "native")]
-            assert shown.body.splitlines()[1] == 'text: "second try"'
+            assert shown.body.splitlines()[2] == 'text: "second try"'
             await apps.stop(tray)
 
     run(loop, scenario, apps)

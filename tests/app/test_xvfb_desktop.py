@@ -44,6 +44,8 @@ T = TypeVar("T")
 TOOLS = ("Xvfb", "xdotool", "xwininfo", "xprop", "import", "trayer", "dbus-daemon", "dbus-send")
 NOTIFYD_GLOB = "/usr/lib/*/xfce4/notifyd/xfce4-notifyd"
 XFCONFD_GLOB = "/usr/lib/*/xfce4/xfconf/xfconfd"
+# at-spi2-core's accessibility bus (Debian 12 and later; older releases keep it in lib).
+ATSPI_LAUNCHERS = ("/usr/libexec/at-spi-bus-launcher", "/usr/lib/at-spi2-core/at-spi-bus-launcher")
 SCREEN = "1280x800x24"
 NOTIFYD_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <channel name="xfce4-notifyd" version="1.0">
@@ -262,9 +264,16 @@ class Desktop:
         self.close()
 
     def start(
-        self, *, window_manager: bool = False, tray: bool = True, expire: int = 60
+        self,
+        *,
+        window_manager: bool = False,
+        tray: bool = True,
+        expire: int = 60,
+        accessible: bool = False,
     ) -> Desktop:
-        """``expire``: the seconds a notification stays on the screen."""
+        """``expire``: the seconds a notification stays on the screen. ``accessible``: an
+        accessibility bus (AT-SPI) on which xfce4-notifyd shows its windows' widgets, so that a
+        test can read the text it drew (tests/app/read_notifications.py)."""
         for sub in ("logs", "home", "config", "data", "cache", "runtime"):
             (self.root / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
         display = self._start_display()
@@ -280,7 +289,9 @@ class Desktop:
             "NO_AT_BRIDGE": "1",  # GTK: no accessibility bus of its own
         }
         self._start_bus()
-        self._start_notifyd(expire)
+        if accessible:
+            self._start_accessibility()
+        self._start_notifyd(expire, accessible)
         if tray:
             self._start_tray()
         if window_manager:
@@ -374,7 +385,19 @@ class Desktop:
         )
         return "boolean true" in done
 
-    def _start_notifyd(self, expire: int) -> None:
+    def _start_accessibility(self) -> None:
+        # Started here rather than activated by the bus, as xfconfd is: this desktop's child.
+        launcher = next((p for p in ATSPI_LAUNCHERS if os.path.exists(p)), None)
+        assert launcher is not None, f"no at-spi-bus-launcher in {ATSPI_LAUNCHERS}"
+        self.spawn("at-spi", [launcher, "--launch-immediately"])
+        wait_for(lambda: self.name_has_owner("org.a11y.Bus"), "the accessibility bus")
+        # The launcher also names its bus on the root window (AT_SPI_BUS); Qt, run as root,
+        # joins the bus named there, and the app under test would answer every reading. GTK
+        # and readers find the bus through the session bus all the same.
+        wait_for(lambda: "AT_SPI_BUS(" in self.run("xprop", "-root", "AT_SPI_BUS"), "AT_SPI_BUS")
+        self.run("xprop", "-root", "-remove", "AT_SPI_BUS")
+
+    def _start_notifyd(self, expire: int, accessible: bool = False) -> None:
         settings = self.root / "config" / "xfce4" / "xfconf" / "xfce-perchannel-xml"
         settings.mkdir(parents=True, exist_ok=True)
         (settings / "xfce4-notifyd.xml").write_text(NOTIFYD_SETTINGS.format(expire=expire))
@@ -386,7 +409,9 @@ class Desktop:
             wait_for(lambda: self.name_has_owner("org.xfce.Xfconf"), "xfconfd on the bus")
         path = notifyd_path()
         assert path is not None
-        self.spawn("notifyd", [path])
+        # GTK joins the accessibility bus unless NO_AT_BRIDGE is set.
+        env = {k: v for k, v in self.env.items() if k != "NO_AT_BRIDGE"} if accessible else None
+        self.spawn("notifyd", [path], env=env)
         wait_for(
             lambda: self.name_has_owner("org.freedesktop.Notifications"),
             "xfce4-notifyd owning org.freedesktop.Notifications",
