@@ -2,7 +2,7 @@
 # Regenerates the screenshots in docs/screenshots/ (or the folder given) from the real app:
 #   notification.png     the approval's desktop notification, with Approve / Reject
 #   tray-menu.png        the tray icon's menu, with the pending request in it
-#   approval-dialog.png  the approval dialog (arguments, SHA-256), opened by a second `signoff`
+#   approval-dialog.png  the approval dialog (arguments, request hash), opened by a second `signoff`
 # on Xvfb with xfce4-notifyd, trayer and openbox, in a throw-away SIGNOFF_HOME whose one pending
 # approval is made by a real call through `signoff proxy` (the fake notes server of the tests).
 # Uses the desktop of tests/app/test_xvfb_desktop.py; ends everything it started.
@@ -34,7 +34,7 @@ from tests.proxy.rig import Rig
 
 out = Path(sys.argv[1])
 MARGIN = 16
-ARGUMENTS = {"text": "Release 0.2 ships on Friday; tell the #release channel."}
+ARGUMENTS = {"text": "Release 0.2 ships on Friday"}  # short: shown whole
 
 
 def around(*windows: Window, margin: int = MARGIN) -> tuple[int, int, int, int]:
