@@ -62,14 +62,35 @@ MARKED_FLAG = (
     "This request contains characters that are invisible or reorder text; each is shown as"
     " ⟨U+XXXX⟩ (long runs of spaces as ⟨N spaces⟩)."
 )
+REORDERS_FLAG = (
+    "Some of this request is written right to left: on the screen its order may not be the"
+    " order sent. The exact JSON shows it with such characters escaped."
+)
 RAW_NOTE = "Exactly the text that is hashed."
-RAW_MARKED = (
-    "Exactly the text that is hashed, without marks: the characters flagged above are"
-    " invisible here, or reorder the text around them."
+RAW_ESCAPED = (
+    "The text that is hashed, with every character outside ASCII written as \\uXXXX: the same"
+    " JSON, in an order no character can change on the screen."
 )
 CLIMBS = "(climbs above where it starts)"
 _SELECTABLE = Qt.TextInteractionFlag.TextSelectableByMouse
 _WRAP_ANYWHERE = QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere
+
+
+def ascii_json(text: str) -> str:
+    """JSON text with every character outside ASCII written as ``\\uXXXX`` (a pair for those past
+    U+FFFF): the same value, and nothing in it is invisible or drawn right to left. Outside
+    strings canonical JSON has only ASCII, so escaping character by character is exact."""
+
+    def escaped(c: str) -> str:
+        code = ord(c)
+        if code < 0x80:
+            return c
+        if code <= 0xFFFF:
+            return f"\\u{code:04x}"
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+    return "".join(escaped(c) for c in text)
 
 
 def waited(created_at: str, now: datetime | None = None) -> str:
@@ -229,9 +250,10 @@ class ApprovalDialog(QDialog):
         layout.addWidget(self.kind_label)
         layout.addLayout(self._form(pending))
 
-        self.flag = plain_label(MARKED_FLAG)
+        flags = [MARKED_FLAG] * view.marked + [REORDERS_FLAG] * view.reorders
+        self.flag = plain_label(" ".join(flags) or MARKED_FLAG)
         self.flag.setStyleSheet(f"font-weight: bold; color: {RED};")
-        self.flag.setVisible(view.marked)
+        self.flag.setVisible(bool(flags))
         layout.addWidget(self.flag)
         layout.addWidget(QLabel("Arguments, exactly as they will be sent:"))
         self.arguments = ArgumentsView(view)
@@ -242,10 +264,11 @@ class ApprovalDialog(QDialog):
         self.raw_button.setAutoDefault(False)
         self.raw_button.toggled.connect(self._show_raw)
         layout.addWidget(self.raw_button, 0, Qt.AlignmentFlag.AlignLeft)
-        self.raw_note = plain_label(RAW_MARKED if view.marked else RAW_NOTE)
-        if view.marked:
+        escape = view.marked or view.reorders
+        self.raw_note = plain_label(RAW_ESCAPED if escape else RAW_NOTE)
+        if escape:
             self.raw_note.setStyleSheet(f"color: {RED};")
-        self.raw = QPlainTextEdit(pending.arguments)
+        self.raw = QPlainTextEdit(ascii_json(pending.arguments) if escape else pending.arguments)
         _reading(self.raw)
         self.raw.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.raw.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))

@@ -5,7 +5,11 @@ the session bus, with dbus-fast: what Signoff needs and desktop-notifier does no
   (escaped, or as it is); desktop-notifier neither reads it nor escapes.
 - ``close``: a notification whose request was decided elsewhere is taken off the screen.
 - Signals are taken only from the connection that owns the service's name: another program on
-  the session bus cannot press a button by sending ``ActionInvoked`` itself.
+  the session bus cannot press a button by sending ``ActionInvoked`` itself. When the name
+  changes hands (the daemon restarted), the new owner is followed, its capabilities asked
+  again, and ``on_restart`` is called: the old daemon's notifications went with it.
+- The first call asks for the capabilities, which starts a daemon the bus activates on demand,
+  before asking who owns the name.
 - One connection, opened on first use; a failure raises ``NotificationFailed`` and drops the
   connection, so the next send starts afresh.
 """
@@ -39,14 +43,16 @@ class Freedesktop:
         icon: str,
         on_action: Callable[[int, str], None],
         on_closed: Callable[[int], None],
+        on_restart: Callable[[], None] = lambda: None,
     ) -> None:
         self.app_name, self.icon = app_name, icon
-        self.on_action, self.on_closed = on_action, on_closed
+        self.on_action, self.on_closed, self.on_restart = on_action, on_closed, on_restart
         self.bus: MessageBus | None = None
         self.owner = ""  # the unique name of the service's connection: its signals only
         self._capabilities: frozenset[str] | None = None
 
     async def capabilities(self) -> frozenset[str]:
+        await self._connect()
         if self._capabilities is None:
             [caps] = await self._call("GetCapabilities")
             self._capabilities = frozenset(str(c) for c in caps)
@@ -89,6 +95,10 @@ class Freedesktop:
         try:
             match = f"type='signal',interface='{NAME}',path='{PATH}'"
             await self._raw(bus, *_BUS, "AddMatch", "s", [match])
+            owner = f"type='signal',sender='{_BUS[0]}',member='NameOwnerChanged',arg0='{NAME}'"
+            await self._raw(bus, *_BUS, "AddMatch", "s", [owner])
+            [caps] = await self._raw(bus, NAME, PATH, NAME, "GetCapabilities", "", [])
+            self._capabilities = frozenset(str(c) for c in caps)
             [self.owner] = await self._raw(bus, *_BUS, "GetNameOwner", "s", [NAME])
         except NotificationFailed:
             self.disconnect()
@@ -120,7 +130,15 @@ class Freedesktop:
         return reply.body
 
     def _signal(self, message: Message) -> bool:
-        if message.message_type != MessageType.SIGNAL or message.interface != NAME:
+        if message.message_type != MessageType.SIGNAL:
+            return False
+        if message.member == "NameOwnerChanged" and message.sender == _BUS[0]:
+            name, _, new_owner = message.body
+            if name == NAME and new_owner != self.owner:
+                self.owner, self._capabilities = new_owner, None
+                self.on_restart()
+            return False
+        if message.interface != NAME:
             return False
         if message.sender != self.owner:
             log.warning("ignored %s from %s: not the notification service", message.member,

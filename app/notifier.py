@@ -27,6 +27,7 @@ Nothing here decides: buttons emit signals; the app decides through ``core.appro
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import sys
@@ -95,7 +96,7 @@ class Notifier(QObject):
         self._native: Freedesktop | _Centre | None = None
         if native:
             self._native = _Centre(self) if sys.platform in ("darwin", "win32") else Freedesktop(
-                "Signoff", ICON.as_uri(), self._action, self._closed)  # fmt: skip
+                "Signoff", ICON.as_uri(), self._action, self._closed, self._restarted)  # fmt: skip
         if tray is not None:
             tray.messageClicked.connect(self._balloon_clicked)
         self._last_balloon = ""
@@ -134,7 +135,7 @@ class Notifier(QObject):
 
     def close(self) -> None:
         """Let go of the native connection (its buttons stop answering)."""
-        if isinstance(self._native, Freedesktop):
+        if self._native is not None:
             self._native.disconnect()
         self._native = None
 
@@ -199,6 +200,13 @@ class Notifier(QObject):
         self._save()
         {"approve": self.approve, "reject": self.reject}.get(key, self.clicked).emit(approval_id)
 
+    def _restarted(self) -> None:
+        """The daemon changed: its ids mean nothing now, and closing them could close another
+        program's notifications."""
+        self.shown.clear()
+        self._withdrawn.clear()
+        self._save()
+
     def _closed(self, nid: int) -> None:
         for approval_id, shown in list(self.shown.items()):
             if shown == nid:
@@ -220,7 +228,8 @@ class Notifier(QObject):
         except (OSError, ValueError):
             return {}
         ok = isinstance(value, dict) and isinstance(value.get("ids"), dict)
-        return value if ok and all(isinstance(n, int) for n in value["ids"].values()) else {}
+        ids = value["ids"].values() if ok else ()
+        return value if ok and all(type(n) is int and n > 0 for n in ids) else {}
 
     # --- the other ways -------------------------------------------------------------------
 
@@ -280,11 +289,12 @@ class _Centre:
         self._notifier = notifier
         self._centre = DesktopNotifier(app_name="Signoff", app_icon=Icon(path=ICON))
         self._sent: dict[int, Any] = {}
+        self._numbers = itertools.count(1)  # never reused: a press names one request only
 
     async def send(self, message: Message) -> int:
         from desktop_notifier import Button, Urgency
 
-        nid = len(self._sent) + 1
+        nid = next(self._numbers)
 
         def press(key: str) -> None:
             self._notifier._action(nid, key)
@@ -300,6 +310,12 @@ class _Centre:
         if not dispatched:  # desktop-notifier logs a failed send instead of raising
             raise NotificationFailed("no notification service took it")
         return nid
+
+    def disconnect(self) -> None:
+        # desktop-notifier has no close; its D-Bus backend keeps its connection as ``bus``.
+        bus = getattr(getattr(self._centre, "_backend", None), "bus", None)
+        if bus is not None:
+            bus.disconnect()
 
     async def close(self, nid: int) -> None:
         sent = self._sent.pop(nid, None)

@@ -9,16 +9,20 @@ Rules:
 2. One line per top-level argument, ``key: value``, in the tool schema's property order:
    the ``required`` keys in their listed order, then the schema's other properties in its
    order, then keys the schema does not name, sorted.
-3. A value is shown as its JSON text (a string in quotes, so ``"1"`` and ``1`` differ) with
-   ``core.marks``' marks; in one line, newlines are JSON escapes, so no argument makes a line
-   of its own. A key that is not a plain name is shown as JSON too.
+3. A value is shown as its canonical JSON text (a string in quotes, so ``"1"`` and ``1``
+   differ, ``"false"`` and ``false`` too) with ``core.marks``' marks; in one line, newlines are
+   JSON escapes, so no argument makes a line of its own. The dialog shows a string in quotes
+   with its lines kept. A key that is not a plain name is shown as JSON too.
 4. A notification line fits ``LINE_WIDTH`` characters: a longer value is cut and says how
    much is missing, ``(+N characters)``; at most ``MAX_LINES`` arguments are listed, and the
    rest are counted. A view is *whole* when nothing was cut or left out, nothing had to be
-   marked and no path climbs (rule 5); only a whole view may offer Approve outside the dialog.
-5. A string that reads as a path (``~`` at its start, or a ``.``/``..`` segment) shows where it
-   resolves (``~`` expanded, segments folded) when that differs from what was written; a
-   relative path that climbs above its start is said to.
+   marked, nothing is drawn right to left (``core.marks.reorders``: its order on the screen is
+   not the order sent) and no path climbs (rule 5); only a whole view may offer Approve
+   outside the dialog.
+5. A string that reads as a path (``~`` at its start, or a ``.``/``..`` segment between ``/``
+   or ``\\``; a leading ``scheme://`` is left out) shows where it resolves (``~`` expanded,
+   segments folded) when that differs from what was written; a relative path that climbs above
+   its start is said to.
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from core import marks
+from core import canonical, marks
+from core.errors import SignoffError
 
 LINE_WIDTH = 56
 MAX_LINES = 8
 KEY_WIDTH = 24
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 _MARKUP = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&quot;"})
 
@@ -70,8 +76,9 @@ class Argument:
 
     key: str  # shown (rule 3)
     value: str  # the whole value, shown (JSON text with marks), on one line
-    text: str | None  # a string's own text with marks, newlines kept (the dialog); else None
+    text: str | None  # a string in quotes with marks, newlines kept (the dialog); else None
     marked: bool  # the key or the value had to be marked
+    reorders: bool  # drawn partly right to left
     resolves: str | None  # where a path resolves, when that differs (rule 5)
     climbs: bool  # a relative path that goes above its start
 
@@ -99,6 +106,10 @@ class RequestView:
     def climbs(self) -> bool:
         return any(a.climbs for a in self.arguments)
 
+    @property
+    def reorders(self) -> bool:
+        return any(a.reorders for a in self.arguments)
+
     def lines(self, width: int = LINE_WIDTH, most: int = MAX_LINES) -> list[Line]:
         shown = [_fit(a, width) for a in self.arguments[:most]]
         left = len(self.arguments) - len(shown)
@@ -111,7 +122,7 @@ class RequestView:
     def whole(self, width: int = LINE_WIDTH, most: int = MAX_LINES) -> bool:
         """Every argument shown whole in the notification, nothing marked, no path that climbs
         above its start (rule 4)."""
-        if self.marked or self.climbs:
+        if self.marked or self.climbs or self.reorders:
             return False
         return not any(line.cut for line in self.lines(width, most))
 
@@ -124,7 +135,8 @@ def view(arguments: str, schema: dict[str, Any] | None = None) -> RequestView:
         value = None
     if not isinstance(value, dict):
         raw = marks.visible(arguments, lines=False)
-        return RequestView((Argument("(arguments)", raw, None, True, None, False),), True)
+        unread = Argument("(arguments)", raw, None, True, marks.reorders(arguments), None, False)
+        return RequestView((unread,), True)
     return RequestView(tuple(_argument(k, value[k]) for k in order(value, schema)), False)
 
 
@@ -142,26 +154,37 @@ def order(value: dict[str, Any], schema: dict[str, Any] | None) -> list[str]:
 
 def resolves(text: str) -> tuple[str | None, bool]:
     """Where a path-like ``text`` resolves when that differs, and whether it climbs (rule 5)."""
-    if "://" in text or "\n" in text or len(text) > 4096:
+    if len(text) > 4096:
         return None, False
-    segments = text.split("/")
-    if not (text.startswith("~") or any(s in (".", "..") for s in segments)):
+    written = text
+    path = _SCHEME.sub("", text, count=1)
+    segments = re.split(r"[/\\]", path)
+    if not (path.startswith("~") or any(s in (".", "..") for s in segments)):
         return None, False
+    text = path.replace("\\", "/")
     expanded = os.path.expanduser(text) if text.startswith("~") else text
     folded = posixpath.normpath(expanded)
     climbs = not folded.startswith("/") and (folded == ".." or folded.startswith("../"))
-    return (folded if folded != text else None), climbs
+    if path != written:  # a URL: where it points is the server's business; climbing is not
+        return None, climbs
+    return (folded if folded != written else None), climbs
 
 
 def _argument(key: str, value: Any) -> Argument:
     quoted = key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
     shown_key = marks.visible(quoted, lines=False)
-    whole = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        whole = canonical.dumps_text(value)
+        exact = True
+    except SignoffError:  # never in a recorded request: those are canonical already
+        whole, exact = json.dumps(value, ensure_ascii=False, separators=(",", ":")), False
     shown = marks.visible(whole, lines=False)
-    text = marks.visible(value) if isinstance(value, str) else None
+    text = f'"{marks.visible(value)}"' if isinstance(value, str) else None
     where, climbs = resolves(value) if isinstance(value, str) else (None, False)
-    marked = shown != whole or shown_key != quoted or (text is not None and text != value)
-    return Argument(shown_key, shown, text, marked, where, climbs)
+    marked = shown != whole or shown_key != quoted or (text is not None and text[1:-1] != value)
+    marked = marked or not exact
+    reorders = marks.reorders(key) or marks.reorders(whole)
+    return Argument(shown_key, shown, text, marked, reorders, where, climbs)
 
 
 def _fit(argument: Argument, width: int) -> Line:

@@ -97,7 +97,7 @@ def _in_sight(dialog: ApprovalDialog, widget: QWidget) -> bool:
 def test_the_dialog_shows_the_exact_arguments_whole_and_the_full_hash(store: Store, qtbot) -> None:
     long_value = "x" * 5000
     dialog = _dialog(store, qtbot, arguments={"n": 1, "text": long_value})
-    assert _rows(dialog) == [("n", "1"), ("text", long_value)]  # whole, never cut
+    assert _rows(dialog) == [("n", "1"), ("text", f'"{long_value}"')]  # whole, never cut
     assert dialog.raw.toPlainText() == dialog.pending.arguments
     assert dialog.pending.request_hash in dialog.hash_label.text()
     assert dialog.arguments.isReadOnly() and dialog.raw.isReadOnly()
@@ -111,7 +111,7 @@ def test_a_long_value_wraps_with_its_tail_in_sight_and_no_sideways_scroll(qtbot,
     scroll = dialog.arguments.horizontalScrollBar()
     assert not scroll.isVisible() and scroll.maximum() == 0
     shown = _value(dialog, "command")
-    assert shown.endswith(value[-24:])
+    assert shown.endswith(f'{value[-24:]}"')
     assert _in_sight(dialog, dialog.approve_button) and _in_sight(dialog, dialog.reject_button)
 
 
@@ -129,14 +129,14 @@ def test_a_long_name_or_description_wraps_instead_of_widening_the_dialog(qtbot) 
 @pytest.mark.guarantee("G-APP-1")
 def test_a_run_of_spaces_is_shown_as_its_count_before_the_tail(qtbot) -> None:
     dialog = _direct(qtbot, {"command": PADDED})
-    assert _value(dialog, "command") == f"ls -la ~/projects/notes⟨200 spaces⟩{TAIL}"
+    assert _value(dialog, "command") == f'"ls -la ~/projects/notes⟨200 spaces⟩{TAIL}"'
 
 
 @pytest.mark.guarantee("G-APP-1")
 def test_a_bidi_override_is_marked_and_flagged(qtbot) -> None:
     dialog = _direct(qtbot, {"name": "report\u202egpj.exe"})
     _shown(qtbot, dialog)
-    assert _value(dialog, "name") == "report⟨U+202E⟩gpj.exe"
+    assert _value(dialog, "name") == '"report⟨U+202E⟩gpj.exe"'
     assert dialog.flag.isVisible()
 
 
@@ -150,10 +150,10 @@ def test_a_request_with_nothing_to_mark_raises_no_flag(qtbot) -> None:
 def test_a_path_that_climbs_says_where_it_resolves_and_that_it_climbs(qtbot) -> None:
     dialog = _direct(qtbot, {"path": "notes/../../../../home/me/.bashrc", "tidy": "a/./b"})
     path = _value(dialog, "path").splitlines()
-    assert path[0] == "notes/../../../../home/me/.bashrc"
+    assert path[0] == '"notes/../../../../home/me/.bashrc"'
     assert "→ resolves to ../../../home/me/.bashrc" in path[1]
     assert "(climbs above where it starts)" in path[1]
-    assert _value(dialog, "tidy").splitlines() == ["a/./b", "→ resolves to a/b"]
+    assert _value(dialog, "tidy").splitlines() == ['"a/./b"', "→ resolves to a/b"]
 
 
 def test_arguments_are_listed_in_the_schema_order_not_alphabetically(qtbot) -> None:
@@ -163,14 +163,31 @@ def test_arguments_are_listed_in_the_schema_order_not_alphabetically(qtbot) -> N
     assert [key for key, _ in _rows(dialog)] == ["zeta", "alpha", "mid", "beta"]
 
 
-def test_a_string_shows_its_text_with_its_lines_and_anything_else_its_json(qtbot) -> None:
-    dialog = _direct(qtbot, {"text": "one\ntwo", "n": 1, "quoted": "1", "list": [1, "a"]})
+@pytest.mark.guarantee("G-APP-1")
+def test_a_string_shows_its_text_in_quotes_with_its_lines_and_anything_else_its_json(
+    qtbot,
+) -> None:
+    """A string is never taken for the value it spells: "false" is not false."""
+    arguments = {"text": "one\ntwo", "n": 1, "quoted": "1", "list": [1, "a"], "flag": "false"}
+    dialog = _direct(qtbot, {**arguments, "force": False})
     assert dict(_rows(dialog)) == {
-        "text": "one\ntwo",
+        "text": '"one\ntwo"',
         "n": "1",
-        "quoted": "1",
+        "quoted": '"1"',
         "list": '[1,"a"]',
+        "flag": '"false"',
+        "force": "false",
     }
+
+
+@pytest.mark.guarantee("G-APP-1")
+def test_text_drawn_right_to_left_is_flagged_and_its_json_shown_escaped(qtbot) -> None:
+    dialog = _direct(qtbot, {"n": "\u05d0 2 > 1"})
+    _shown(qtbot, dialog)
+    assert dialog.flag.isVisible() and "right to left" in dialog.flag.text()
+    qtbot.mouseClick(dialog.raw_button, Qt.MouseButton.LeftButton)
+    assert dialog.raw.toPlainText() == '{"n":"\\u05d0 2 > 1"}'
+    assert dialog.raw.toPlainText().isascii()
 
 
 def test_the_exact_json_is_one_click_away(qtbot) -> None:
@@ -199,7 +216,7 @@ def test_markup_anywhere_in_a_request_is_shown_as_written(qtbot) -> None:
     bold, span = "<b>bold</b>", "mallory@evil.io</span>"
     fields = {"tool": "<i>tool</i>", "description": f"Sends {bold}", "reason": f"policy {span}"}
     dialog = _direct(qtbot, {"a": bold, "b": span}, **fields)
-    assert dict(_rows(dialog)) == {"a": bold, "b": span}
+    assert dict(_rows(dialog)) == {"a": f'"{bold}"', "b": f'"{span}"'}
     assert dialog.description.text() == f"Sends {bold}"
     assert {"<i>tool</i>", f"policy {span}"} <= set(_all_text(dialog))  # the Tool, Policy rows
     for label in dialog.findChildren(QLabel):

@@ -35,7 +35,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from pytestqt.qtbot import QtBot
 
 from app.model import Pending
-from app.notifier import Notifier
+from app.notifier import Notifier, _Centre
 from app.tray import TrayApp
 from core.heads import MemoryHeadStore
 from core.present import markup_escape
@@ -570,6 +570,63 @@ def test_a_failed_send_is_tried_again_on_the_native_path(
             await apps.stop(tray)
 
     run(loop, scenario, apps)
+
+
+def test_a_restarted_daemon_is_followed_and_its_old_ids_forgotten(
+    loop: qasync.QEventLoop, rig: Rig, apps: Apps
+) -> None:
+    """Ids are per daemon: after a restart the old ones may name another program's
+    notifications, and only the new owner of the name can press a button."""
+    need(session_bus_available(), NO_BUS)
+
+    async def scenario() -> None:
+        with NotificationService() as first:
+            tray = apps.start()
+            await HeldCall(rig, "write_note", {"text": "one"}, hold=0.1).wait()
+            await until(first.snapshot, "the first daemon's Notify")
+            await until(lambda: tray.notifier.shown, "the app to know what it showed")
+        with NotificationService() as second:
+            await until(lambda: not tray.notifier.shown, "the first daemon's ids forgotten")
+            held = HeldCall(rig, "write_note", {"text": "two"})
+            try:
+                [shown] = await until(second.snapshot, "the second daemon's Notify")
+                await until(lambda: len(tray.notifier.sent) == 2, "the app to know it")
+                second.invoke(shown.id, shown.action("Approve"))
+                assert await held.wait() == "wrote 'two'"
+            finally:
+                held.join()
+            await apps.stop(tray)
+
+    run(loop, scenario, apps)
+
+
+def test_notification_centre_numbers_are_never_reused(
+    service: NotificationService, loop: qasync.QEventLoop
+) -> None:
+    """macOS' and Windows' path (desktop-notifier), run here over its D-Bus backend: a number
+    given to one request's notification never names another's, even after one is withdrawn."""
+    notifier = Notifier(None, native=False)
+    notifier._native = _Centre(notifier)
+
+    def pending(n: int) -> Pending:
+        return Pending(
+            f"approval-{n}", f"run-{n}", "notes", "write_note", f'{{"text":"{n}"}}', "ab" * 32,
+            "approval", "local_mutation", "2026-01-01T00:00:00.000000Z", "", "Append a line",
+        )  # fmt: skip
+
+    async def scenario() -> None:
+        for n in (1, 2, 3):
+            notifier.notify(pending(n))
+        await until(lambda: len(notifier.sent) == 3, "three sends")
+        notifier.withdraw("approval-1")
+        notifier.notify(pending(4))
+        await until(lambda: len(notifier.sent) == 4, "the fourth send")
+        await until(lambda: not notifier._tasks, "the sends to finish")
+
+    loop.run_until_complete(asyncio.wait_for(scenario(), DEADLINE))
+    assert sorted(notifier.shown) == ["approval-2", "approval-3", "approval-4"]
+    assert len(set(notifier.shown.values())) == 3
+    notifier.close()
 
 
 # --- asking the bus itself ---------------------------------------------------------------------
