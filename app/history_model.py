@@ -29,7 +29,7 @@ VERIFY_PAGE = 5_000  # events per read (core/verify.py measured this size)
 RECHECK_PER_TICK = 200  # runs re-checked per timer tick
 EVENTS_SHOWN = 1_000  # events of one run listed in the detail pane
 OUTCOMES = ("completed", "failed", "denied", "pending", "rejected", "expired", "interrupted",
-            "running")  # fmt: skip
+            "not repeated", "running")  # fmt: skip
 COLUMNS = ("Time", "Server", "Tool", "Class", "Outcome", "Decided by", "Duration")
 # Two hashes, one name each (docs/user-guide.md, "Deciding requests"): the approval's request
 # hash is the one the operator approves; a step's call hash only names the call.
@@ -67,6 +67,7 @@ _OUTCOME = (
     "CASE"
     " WHEN r.status = 'WAITING_FOR_APPROVAL' THEN 'pending'"
     " WHEN r.status = 'RUNNING' THEN 'running'"
+    " WHEN r.end_reason = 'not_repeated' THEN 'not repeated'"  # may have run (core.effects)
     " WHEN r.end_reason = 'rejected' THEN 'rejected'"
     " WHEN r.end_reason = 'approval_expired' THEN 'expired'"
     f" WHEN r.end_reason = 'interrupted' OR {_step_with('interrupted')} THEN 'interrupted'"

@@ -10,15 +10,17 @@ Rules:
    recorded; if it no longer matches, or does not match the hash the operator was shown
    (``expected_hash``), it raises ``ApprovalMismatch`` and changes nothing.
 3. Only a pending approval is decided; a second decision raises ``ApprovalNotPending``.
-4. Rejecting ends the run (CANCELLED, ``rejected``) in the same transaction. Approving only
-   records the grant: the gate executes it, once, when a session attaches.
+4. Rejecting ends the run (CANCELLED, ``rejected``) in the same transaction; rejecting an
+   ``interrupted_side_effect`` ends it ``not_repeated``, since its call may have run
+   (``core.effects`` rule 3). Approving only records the grant: the gate executes it, once,
+   when a session attaches.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from core import canonical, transitions
+from core import canonical, effects, transitions
 from core.canonical import JSONValue
 from core.errors import ApprovalMismatch, ApprovalNotPending, UnknownApproval
 from core.records import ApprovalView, StepView, read_approval, read_step
@@ -104,7 +106,8 @@ def reject(
     expected_hash: str | None = None,
     now: datetime | None = None,
 ) -> ApprovalView:
-    """Refuse a pending approval; the run ends, cancelled, and the request never runs."""
+    """Refuse a pending approval; the run ends, cancelled, and the request does not run (again,
+    for an interrupted one: it may have run before)."""
     return _decide(store, run_id, approval_id, "rejected", by, reason, expected_hash, now)
 
 
@@ -130,7 +133,15 @@ def _decide(
             raise ApprovalMismatch(f"approval {approval_id} names a step that is not recorded")
         check_binding(approval, step, expected_hash)
         transitions.decide_approval(tx, approval, status=status, by=by, reason=reason, at=at)
-        if status == "rejected":
+        if status == "rejected" and approval.kind == "interrupted_side_effect":
+            # Its call may have run: the operator chose not to repeat it (core.effects rule 3).
+            transitions.finish_step(
+                tx, run_id, approval.step, status="failed", active_seconds=0.0, at=at,
+                observation=effects.not_repeated_observation(by, reason),
+            )  # fmt: skip
+            transitions.end_run(tx, run_id, status="CANCELLED", reason=effects.NOT_REPEATED,
+                                at=at)  # fmt: skip
+        elif status == "rejected":
             transitions.finish_step(
                 tx, run_id, approval.step, status="failed", active_seconds=0.0, at=at,
                 observation={"error": "rejected", "by": by, "reason": reason},

@@ -135,6 +135,12 @@ class ConfigError(SignoffError):
     """The configuration has an unknown key or a bad value; the message names where."""
 
 
+class TTLRefused(ConfigError):
+    """A time-to-live that cannot work: a lease TTL of zero or less, or not finite (a lease
+    that lapses as it is taken, a heartbeat that never sleeps, or a dead process that blocks its
+    run for ever), or a grant TTL of zero (every approval would lapse as it is granted)."""
+
+
 class NotRecheckable(SignoffError):
     """A recorded evaluation cannot be rebuilt from the record, so it cannot be re-checked."""
 
@@ -168,6 +174,16 @@ class RunLeased(GateError):
 
 class LeaseLost(GateError):
     """This session no longer holds the run's lease; it refuses every further call."""
+
+
+class PolicyFailed(GateError):
+    """The policy raised, or answered something that is not a decision. The gate records the
+    decision it was asked about and the failure (``exception``: the type's name), ends the run
+    as ``policy_error`` and runs nothing."""
+
+    def __init__(self, message: str, *, exception: str) -> None:
+        super().__init__(message)
+        self.exception = exception
 
 
 class ApprovalError(GateError):
@@ -215,6 +231,11 @@ class UpstreamTimeout(UpstreamError):
 
 class UpstreamProtocolError(UpstreamError):
     """The server sent something that is not the MCP it claims to speak."""
+
+
+class UpstreamAnswerUnreadable(UpstreamProtocolError):
+    """A request reached the server, and what came back cannot be read as its answer (a line
+    over the size limit, a result that is not an object): the server may have acted on it."""
 
 
 class ListingRefused(UpstreamError):

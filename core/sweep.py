@@ -3,13 +3,16 @@
 Rules:
 
 1. A running proxy run (one run per call) whose lease expired has no one to come back for it:
-   a step found executing a tool that is neither read-only nor idempotent (by the spec recorded
-   when it started) pauses on an ``interrupted_side_effect`` approval; anything else ends the
-   run as ``interrupted``. A library run (no call key) is left for its owner to attach, except
-   for an executing mutation, which is paused the same way, so it reaches the operator.
+   a step found executing a tool that is not repeatable (``core.effects.repeatable``, by the
+   spec recorded when it started) pauses on an ``interrupted_side_effect`` approval; anything
+   else ends the run as ``interrupted``. A library run (no call key) is left for its owner to
+   attach, except for an executing mutation, which is paused the same way, so it reaches the
+   operator.
 2. A pending approval older than ``pending_ttl`` is expired and its run cancelled
-   (``approval_expired``), with events. (A granted one past its TTL is judged when a session
-   attaches it, as the gate does.)
+   (``approval_expired``), with events. An expired ``interrupted_side_effect`` is not "nobody
+   decided, nothing ran": its call may have run, and it ends ``not_repeated``
+   (``core.effects`` rule 3). (A granted one past its TTL is judged when a session attaches
+   it, as the gate does.)
 3. Everything is written with its events in one transaction per run, under a takeover by the
    sweeper's own owner name, guarded by compare-and-set on the lease as any takeover is.
 """
@@ -21,7 +24,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from core import approvals, canonical, transitions
+from core import approvals, canonical, effects, transitions
 from core.lease import is_live
 from core.records import ApprovalView, StepView, read_run, read_steps
 from core.store import Store, Transaction, format_time
@@ -100,10 +103,7 @@ def _mutating(tx: Transaction, step: StepView) -> bool:
     row = tx.execute(
         "SELECT spec FROM tool_specs WHERE hash = ?", (step.tool_spec_hash,)
     ).fetchone()
-    spec = canonical.loads(row[0]) if row else {}
-    if not isinstance(spec, dict):
-        return True
-    return spec.get("side_effect") != "read_only" and not spec.get("idempotent")
+    return not effects.repeatable(canonical.loads(row[0]) if row else None)
 
 
 def _expire(store: Store, approval_id: str, now: Callable[[], datetime]) -> str:
@@ -120,10 +120,17 @@ def _expire(store: Store, approval_id: str, now: Callable[[], datetime]) -> str:
             return ""
         approval = ApprovalView(*row)
         transitions.close_approval(tx, approval, status="expired", at=at)
+        if approval.kind == "interrupted_side_effect":  # it may have run: never "failed"
+            observation = effects.not_repeated_observation("sweeper", "nobody decided in time")
+            reason = effects.NOT_REPEATED
+        else:
+            observation = {"error": "approval_expired", "reason": "nobody decided in time"}
+            reason = "approval_expired"
         transitions.finish_step(
             tx, approval.run_id, approval.step, status="failed", active_seconds=0.0, at=at,
-            observation={"error": "approval_expired", "reason": "nobody decided in time"},
+            observation=observation,
         )  # fmt: skip
-        transitions.end_run(tx, approval.run_id, status="CANCELLED", reason="approval_expired",
-                            at=at)  # fmt: skip
+        transitions.end_run(tx, approval.run_id, status="CANCELLED", reason=reason, at=at)
+    if reason == effects.NOT_REPEATED:
+        return f"approval {approval_id}: nobody decided in time: it may have run; not repeated"
     return f"approval {approval_id}: nobody decided in time: expired, run cancelled"

@@ -3,8 +3,8 @@
 Rules (decisions 0009 and 0010):
 
 1. A deciding step is marked interrupted.
-2. An executing step of a read-only or idempotent tool (by the spec recorded when it started)
-   is marked interrupted and the run goes on.
+2. An executing step of a repeatable tool (``core.effects.repeatable``, by the spec recorded
+   when it started) is marked interrupted and the run goes on.
 3. Any other executing step started a side effect whose outcome is unknown: the reconcile hook
    is asked (before the write lock is taken: it may do I/O), or, without one or when it does not
    know, the run pauses on an ``interrupted_side_effect`` approval of that step's recorded
@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from core import approvals, canonical, transitions
+from core import approvals, canonical, effects, transitions
 from core.errors import RunLeased
 from core.lease import is_live
 from core.records import ApprovalView, RunView, StepView, read_run, read_steps
-from core.tools import SideEffect
 from core.verdicts import INTERRUPTED_REASON, OPEN_STEPS, Verdict, VerdictOutcome, copy_request
 
 if TYPE_CHECKING:
@@ -96,8 +95,7 @@ def settle(gate: Gate, step: StepView) -> tuple[str, Any]:
     """What a takeover does with a step left open: (action, what to record)."""
     if step.status == "deciding":
         return "interrupt", None
-    spec = recorded_spec(gate, step)
-    if spec.get("side_effect") == SideEffect.READ_ONLY.value or spec.get("idempotent"):
+    if effects.repeatable(recorded_spec(gate, step)):
         return "interrupt", None
     tool = gate.tools.get(step.tool or "")
     arguments = canonical.loads(step.arguments or "null")

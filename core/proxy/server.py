@@ -48,13 +48,14 @@ from typing import Any
 
 import mcp_types as types
 
-from core import canonical, present
+from core import canonical, effects, present
 from core.decisions import Decision
 from core.errors import (
     OutcomeUnknown,
     RunLeased,
     RunStateError,
     SignoffError,
+    UpstreamAnswerUnreadable,
     UpstreamError,
     UpstreamGone,
     UpstreamNotDelivered,
@@ -336,9 +337,9 @@ class Proxy:
                     return unfinished
             if not collected and status in ("CANCELLED", "COMPLETED", "FAILED"):
                 return self._collect_answer(exposed, run_id)
-        # The last completed run of this call, not the last run: a rejected duplicate in
-        # between must not let the next identical call through on policy alone.
-        completed = self._last_completed(key) if exposed.state.side_effect in MUTATING else None
+        # The last run of this call that may have taken effect, not the last run: a rejected
+        # duplicate in between must not let the next identical call through on policy alone.
+        completed = self._last_effect(key) if exposed.state.side_effect in MUTATING else None
         if completed is not None and self._within_window(completed):
             duplicate_of = completed
         run_id = f"call-{secrets.token_hex(8)}"
@@ -416,7 +417,8 @@ class Proxy:
         if observation.approval is not None:
             wake.wake("approval")
             approval = observation.approval
-            return _pending(exposed.name, approval.id, approval.request_hash, unknown=True)
+            return _pending(exposed.name, approval.id, approval.request_hash,
+                            kind=approval.kind)  # fmt: skip
         wake.wake("ended")
         return _result(observation)
 
@@ -426,11 +428,11 @@ class Proxy:
             row = self._waiting_approval(run_id)
             if row is None:  # rejected meanwhile, or its grant run by another proxy
                 return await self._await_outcome(exposed, run_id, deadline)
-            approval_id, status, request_hash = row
+            approval_id, status, request_hash, kind = row
             if status == "approved":
                 return await self._resume_waiting(exposed, run_id, hold=False)
             if time.monotonic() >= deadline:
-                return _pending(exposed.name, approval_id, request_hash)
+                return _pending(exposed.name, approval_id, request_hash, kind=kind)
             await asyncio.sleep(POLL_SECONDS)
 
     async def _resume_waiting(
@@ -443,7 +445,7 @@ class Proxy:
             return (
                 await self._hold(exposed, run_id)
                 if hold
-                else _pending(exposed.name, row[0], row[2])
+                else _pending(exposed.name, row[0], row[2], kind=row[3])
             )
         try:
             session, verdict = self._require_gate().attach(run_id)
@@ -488,7 +490,8 @@ class Proxy:
         if verdict.outcome == VerdictOutcome.PENDING and verdict.approval is not None:
             wake.wake("approval")
             approval = verdict.approval
-            return _pending(exposed.name, approval.id, approval.request_hash, unknown=True)
+            return _pending(exposed.name, approval.id, approval.request_hash,
+                            kind=approval.kind)  # fmt: skip
         return self._collect_answer(exposed, run_id)
 
     def _started(self, run_id: str) -> bool:
@@ -539,6 +542,9 @@ class Proxy:
         observation = canonical.loads(step[0]) if step and step[0] else {}
         if not isinstance(observation, dict):
             observation = {}
+        if reason == effects.NOT_REPEATED:
+            why = observation.get("reason") or "no reason given"
+            return _text(effects.not_repeated_text(exposed.name, str(why)), error=True)
         if reason == "rejected":
             why = observation.get("reason") or "no reason given"
             return _text(f"The operator rejected this call ({exposed.name}): {why}. It did not"
@@ -593,9 +599,9 @@ class Proxy:
             raise OutcomeUnknown(str(e)) from None
         except UpstreamNotDelivered as e:  # twice: it was not made, and did not run
             raise RuntimeError(str(e)) from None
-        except UpstreamGone as e:
+        except (UpstreamGone, UpstreamAnswerUnreadable) as e:  # it reached the server
             raise OutcomeUnknown(str(e)) from None
-        except UpstreamProtocolError as e:
+        except UpstreamProtocolError as e:  # a JSON-RPC error: the server's own refusal
             raise RuntimeError(f"the server refused the call: {e}") from None
         return flatten(result)
 
@@ -632,11 +638,12 @@ class Proxy:
             ).fetchone()
         return None if row is None else (row[0], row[1], row[2], bool(row[3]), row[4])
 
-    def _last_completed(self, key: str) -> str | None:
+    def _last_effect(self, key: str) -> str | None:
+        """When this call last may have taken effect (core.effects rule 4), or None."""
         with self.store.snapshot() as conn:
-            row = conn.execute(
-                "SELECT updated_at FROM runs WHERE call_key = ? AND status = 'COMPLETED'"
-                " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            row = conn.execute(  # the SQL is core.effects' constant, never input
+                f"SELECT updated_at FROM runs WHERE call_key = ? AND {effects.MAY_HAVE_RUN_SQL}"  # noqa: S608
+                " ORDER BY updated_at DESC, rowid DESC LIMIT 1",
                 (key,),
             ).fetchone()
         return None if row is None else str(row[0])
@@ -652,16 +659,16 @@ class Proxy:
             return True
         return owner != self._require_gate().owner and is_live(owner, expires, self._wall())
 
-    def _waiting_approval(self, run_id: str) -> tuple[str, str, str] | None:
+    def _waiting_approval(self, run_id: str) -> tuple[str, str, str, str] | None:
         with self.store.snapshot() as conn:
             row = conn.execute(
-                "SELECT a.id, a.status, a.request_hash FROM approvals a JOIN runs r"
+                "SELECT a.id, a.status, a.request_hash, a.kind FROM approvals a JOIN runs r"
                 " ON r.id = a.run_id WHERE a.run_id = ? AND r.status = 'WAITING_FOR_APPROVAL'"
                 " AND a.status IN ('pending', 'approved')"
                 " ORDER BY a.created_at DESC, a.rowid DESC LIMIT 1",
                 (run_id,),
             ).fetchone()
-        return None if row is None else (row[0], row[1], row[2])
+        return None if row is None else (row[0], row[1], row[2], row[3])
 
     def _mark_collected(self, run_id: str) -> None:
         with self.store.transaction() as tx:
@@ -763,15 +770,18 @@ def _from_record(observation: dict[str, Any]) -> types.CallToolResult:
     return _text(json.dumps(result, ensure_ascii=False))
 
 
+_PENDING_FIRST = {
+    "interrupted_side_effect": "This call was cut off and may or may not have taken effect; it"
+    " will not be repeated unless the operator approves.",
+    "duplicate": "An identical call may already have taken effect; this one waits for the"
+    " operator before it is made again.",
+}
+
+
 def _pending(
-    tool: str, approval_id: str, request_hash: str, *, unknown: bool = False
+    tool: str, approval_id: str, request_hash: str, *, kind: str = "approval"
 ) -> types.CallToolResult:
-    first = (
-        "This call was cut off and may or may not have taken effect; it will not be repeated"
-        " unless the operator approves."
-        if unknown
-        else "This call needs the operator's approval and has not run."
-    )
+    first = _PENDING_FIRST.get(kind, "This call needs the operator's approval and has not run.")
     return _text(
         f"{first} It is pending as approval {approval_id} (request fingerprint"
         f" {present.fingerprint(request_hash)}). The"

@@ -6,7 +6,10 @@ the proxy needs itself (initialize, tools/list, tools/call, ping) as newline-del
 
 - The server gets only PATH, HOME and TMPDIR (and the platform's essentials on Windows), plus
   the variables the operator named. Its stderr goes to a log file.
-- A line longer than ``MAX_LINE`` ends the connection (``UpstreamProtocolError``); lines that
+- A line longer than ``MAX_LINE`` ends the connection (``UpstreamAnswerUnreadable``: a call in
+  flight reached the server, whose answer cannot be read); an answer whose ``result`` is not
+  an object is ``UpstreamAnswerUnreadable`` too, and a JSON-RPC error ``UpstreamProtocolError``
+  (the server's own refusal); lines that
   are not JSON are logged and skipped, never trusted; ``notifications/tools/list_changed`` is
   logged and ignored (the tool set is fixed at start); requests from the server are answered
   "method not found", except ping.
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from core.errors import (
+    UpstreamAnswerUnreadable,
     UpstreamError,
     UpstreamGone,
     UpstreamNotDelivered,
@@ -217,7 +221,7 @@ class Upstream:
                 try:
                     line = await stdout.readline()
                 except (ValueError, asyncio.LimitOverrunError):
-                    self._fail(UpstreamProtocolError(
+                    self._fail(UpstreamAnswerUnreadable(
                         f"server {self.server.name} sent a line over {MAX_LINE} bytes"
                     ))  # fmt: skip
                     with contextlib.suppress(ProcessLookupError):
@@ -271,7 +275,7 @@ class Upstream:
         elif isinstance(message.get("result"), dict):
             future.set_result((message["result"], line))
         else:
-            future.set_exception(UpstreamProtocolError(
+            future.set_exception(UpstreamAnswerUnreadable(
                 f"server {self.server.name} answered without a result object"
             ))  # fmt: skip
 

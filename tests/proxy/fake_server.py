@@ -6,7 +6,10 @@ SCRIPT holds:
   "listing": the exact text of the ``tools`` array to send (raw bytes matter for pins),
   "notes": a file the ``write_note`` tool appends to (its side effect, visible outside),
   "before_listing": lines to print before the tools/list answer (garbage, non-UTF-8 as hex),
-  "on_call": {tool: "die" | "hang" | "error" | "ok"} (default ok),
+  "on_call": {tool: "die" | "hang" | "error" | "ok" | "oversize" | "not_object" |
+  "write_then_hang"} (default ok): "die", "oversize", "not_object" and "write_then_hang"
+  perform write_note first, then die, answer with a line over 8 MiB, answer a result that is
+  not an object, or never answer,
   "list_changed": true to send notifications/tools/list_changed after listing.
 Tools it answers: read_note (returns the notes), write_note(text) (appends), anything else
 echoes its arguments.
@@ -72,7 +75,23 @@ def main() -> None:
                     with notes.open("a") as f:
                         f.write(args.get("text", "") + "\n")
                 os._exit(3)
-            if behaviour == "hang":
+            if behaviour in ("oversize", "not_object", "write_then_hang") and name == "write_note":
+                with notes.open("a") as f:
+                    f.write(args.get("text", "") + "\n")
+            if behaviour == "oversize":
+                send_raw(
+                    b'{"jsonrpc":"2.0","id":'
+                    + json.dumps(mid).encode()
+                    + b',"result":'
+                    + b'{"content":[{"type":"text","text":"'
+                    + b"x" * (9 << 20)
+                    + b'"}]}}'
+                )
+                continue
+            if behaviour == "not_object":
+                send({"jsonrpc": "2.0", "id": mid, "result": "done"})
+                continue
+            if behaviour in ("hang", "write_then_hang"):
                 time.sleep(3600)
             if behaviour == "error":
                 send(

@@ -365,7 +365,7 @@ def test_a_tool_of_a_refused_server_names_the_refusal(home: Path) -> None:
     ("size", "named"),
     [
         (MAX_LISTING_BYTES, f"over the {MAX_LISTING_BYTES} allowed [ListingRefused]"),
-        (MAX_LINE, f"sent a line over {MAX_LINE} bytes [UpstreamProtocolError]"),
+        (MAX_LINE, f"sent a line over {MAX_LINE} bytes [UpstreamAnswerUnreadable]"),
     ],
     ids=["over-4-MiB", "over-one-line"],
 )

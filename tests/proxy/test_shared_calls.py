@@ -25,6 +25,7 @@ from core.store import Store
 from tests.proxy.rig import NOTES_TOOLS, Rig, text
 
 PENDING = "This call needs the operator's approval and has not run."
+DUPLICATE = "An identical call may already have taken effect; this one waits for the operator"
 
 
 @pytest.fixture(scope="module")
@@ -92,12 +93,12 @@ def test_a_call_made_again_after_its_duplicate_was_rejected_still_waits_as_a_dup
             assert text(await proxy.call("write_note", args)).startswith(PENDING)
             assert decide(database, "approve") == "local_mutation"
             assert text(await proxy.call("write_note", args)) == "wrote 'again and again'"
-            assert text(await proxy.call("write_note", args)).startswith(PENDING)
+            assert text(await proxy.call("write_note", args)).startswith(DUPLICATE)
             assert decide(database, "reject") == "duplicate"
             assert (await proxy.call("write_note", args)).is_error  # the rejection, collected
             # The last run of this call is the rejected duplicate; the one that completed is
             # still within the window, so the next identical call waits as a duplicate again.
-            assert text(await proxy.call("write_note", args)).startswith(PENDING)
+            assert text(await proxy.call("write_note", args)).startswith(DUPLICATE)
             assert decide(database, "reject") == "duplicate"
 
     run(scenario)

@@ -45,6 +45,7 @@ TOOLS = [
                      "required": ["text"]}},
 ]  # fmt: skip
 PENDING = "This call needs the operator's approval and has not run."
+DUPLICATE = "An identical call may already have taken effect; this one waits for the operator"
 UNDER_WAY = "Signoff: an identical call (run"  # another proxy is making the same call
 REJECTED = "The operator rejected this call"
 CALL_DEADLINE = 60.0  # seconds for one call and its re-calls; only a hang comes near it
@@ -253,7 +254,7 @@ async def make_call(session: ClientSession, call: Call, tally: Tally, who: str) 
             if word is not None:
                 tally.bad.append(f"{who} {call}: {word!r} in {answer!r}")
                 return
-            waits = answer.startswith(PENDING) or (
+            waits = answer.startswith((PENDING, DUPLICATE)) or (
                 answer.startswith(UNDER_WAY) and call.outcome == "shared"
             )
             if not result.is_error and waits and call.outcome != "read":
