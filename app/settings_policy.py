@@ -70,6 +70,8 @@ class PolicyPage(QWidget):
             spin.setDecimals(0 if default >= 1 else 1)
             spin.setSuffix(" s")
             spin.setToolTip(f"{why} (default {default:g} s)")
+            if name == "grant_ttl_seconds":  # 0 s is refused; the box's 0 stands for "never"
+                spin.setSpecialValueText(configuration.NEVER)
             self.timings[name] = spin
             timing_form.addRow(f"{label} (default {default:g} s)", spin)
         self.notifications = QComboBox()
@@ -101,7 +103,8 @@ class PolicyPage(QWidget):
         for side_effect, box in self.rules.items():
             box.setCurrentIndex(box.findData(policy.classes[side_effect].value))
         for name, spin in self.timings.items():
-            spin.setValue(getattr(config, name))
+            value = getattr(config, name)
+            spin.setValue(0 if value is None else value)  # None: "never" (grant_ttl_seconds)
         self.notifications.setCurrentIndex(self.notifications.findData(config.notifications))
 
     def save(self) -> str:
@@ -116,9 +119,15 @@ class PolicyPage(QWidget):
                 rules[side_effect] = keep
         settings: dict[str, object] = {}
         for name, spin in self.timings.items():
-            value = spin.value()
+            value: object = spin.value()
+            if name == "grant_ttl_seconds" and value == 0:
+                value = configuration.NEVER if config.grant_ttl_seconds is not None else None
+                if value is None:
+                    continue
+            elif isinstance(value, float) and value.is_integer():
+                value = int(value)
             if value != getattr(config, name):
-                settings[name] = int(value) if value.is_integer() else value
+                settings[name] = value
         if self.notifications.currentData() != config.notifications:
             settings["notifications"] = self.notifications.currentData()
         if not rules and not settings:

@@ -6,7 +6,9 @@ The sequence, one implementation for every caller (the reference Driver runs on 
 2. ``OpenStep.propose(decision)`` records the decision verbatim, validates it (origin, tool,
    lossless arguments, schema), asks the policy about the canonical request, and answers a
    ``Verdict``: allowed, denied (an observation; the session goes on), pending (the run waits
-   on a hash-bound approval; the session is over) or ended (the run is terminal).
+   on a hash-bound approval; the session is over) or ended (the run is terminal). A policy that
+   raises, or answers something that is not a decision, ends the run as ``policy_error``: the
+   decision and the failure (by its type's name) are recorded, and nothing runs.
 3. ``OpenStep.execute()`` runs exactly what an allowed verdict let through: it writes the
    tool's start (under the run's lease, checked by the wall clock), calls the tool, and writes
    the outcome, each with its events in one transaction.
@@ -14,7 +16,10 @@ The sequence, one implementation for every caller (the reference Driver runs on 
    it returns the verdict for the recorded request, with the policy evaluated again on the same
    canonical request: a changed policy re-pauses (another kind), denies or aborts. A grant whose
    TTL ran out cancels the run as ``approval_expired`` (judged at attach and again at execute).
-   A run leased live by another session raises ``RunLeased``; an expired lease is taken over.
+   A run leased live by another session raises ``RunLeased`` (``RunStateError`` when that
+   session is this gate's own); an expired lease is taken over, whoever left it: a session
+   dropped unclosed stops renewing as it is freed, and one whose lease lapsed unrenewed is
+   fenced (it writes as this gate's owner too, so nothing else would stop it).
    Attaching a grant claims it (the run's lease, the run still waiting) until it executes, so
    a second session attaching the same grant meanwhile is refused and writes nothing.
 
@@ -44,6 +49,7 @@ from core.errors import (
     JSONRefused,
     LeaseLost,
     OutcomeUnknown,
+    PolicyFailed,
     RunExists,
     RunLeased,
     RunStateError,
@@ -105,7 +111,9 @@ class Gate:
             if tool.name in self.tools:
                 raise SchemaRefused(f"two tools are named {tool.name}")
             self.tools[tool.name] = CompiledTool(tool)
-        self._held: set[str] = set()
+        # The session of this gate holding each run, if it is still reachable: one that was
+        # dropped unclosed is not, and its run is then judged by the lease alone.
+        self._held: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
         self.leases = LeaseKeeper(
             self.store.path, self.owner, ttl=config.lease_ttl, wall_clock=config.wall_clock,
             busy_timeout=self.store.busy_timeout,
@@ -142,12 +150,20 @@ class Gate:
 
     def attach(self, run_id: str) -> tuple[Session, Verdict | None]:
         """Open a session on an existing run; for a run waiting on an approval, the verdict."""
-        if run_id in self._held:
-            raise RunStateError(f"a session of this gate already holds run {run_id}")
         with self.store.snapshot() as conn:
             run = read_run(conn, run_id)
         if run is None:
             raise UnknownRun(f"there is no run {run_id}")
+        holder = self._held.get(run_id)
+        if holder is not None:
+            if run.lease_owner == self.owner and is_live(
+                run.lease_owner, run.lease_expires_at, self.config.wall_clock()
+            ):
+                raise RunStateError(f"a session of this gate already holds run {run_id}")
+            # Its lease lapsed unrenewed (a stalled loop): the run is judged by the lease alone,
+            # as a dead process's is. That session writes as this gate's owner, so only this
+            # mark keeps it from writing after the takeover.
+            holder._fence()
         if run.terminal:
             raise RunStateError(f"run {run_id} is over ({run.status}, {run.end_reason})")
         if run.status == "RUNNING":
@@ -164,8 +180,13 @@ class Gate:
             raise
 
     def _open_session(self, run_id: str) -> Session:
-        self._held.add(run_id)
-        return Session(self, run_id)
+        session = Session(self, run_id)
+        self._held[run_id] = session
+        return session
+
+    def _let_go(self, session: Session) -> None:
+        if self._held.get(session.run_id) is session:
+            del self._held[session.run_id]
 
     def _take_over(self, run: RunView) -> Verdict | None:
         return takeover.take_over(self, run)
@@ -197,10 +218,27 @@ class Gate:
         )
 
     def _evaluate(self, request: PolicyRequest) -> tuple[PolicyDecision, str | None]:
-        decision = self.config.policy.evaluate(request)
+        """The policy's decision and identity; ``PolicyFailed`` when it raised or answered
+        something else (the caller records that by name, and runs nothing)."""
+        policy = self.config.policy
+        try:
+            decision = policy.evaluate(request)
+            identity = identity_of(policy)
+        except Exception as e:  # the operator's code: fail closed, and say what it raised
+            raise PolicyFailed(f"the policy raised {type(e).__name__}: {e}",
+                               exception=type(e).__name__) from e  # fmt: skip
         if not isinstance(decision, PolicyDecision):
-            raise GateError(f"the policy answered {decision!r}, not a PolicyDecision")
-        return decision, identity_of(self.config.policy)
+            raise PolicyFailed(f"the policy answered {decision!r}, not a PolicyDecision",
+                               exception=TypeError.__name__)  # fmt: skip
+        return decision, identity
+
+
+def _policy_failure(failure: PolicyFailed) -> tuple[dict[str, JSONValue], str]:
+    """What a step records of a policy that failed, and the verdict's reason."""
+    observation: dict[str, JSONValue] = {
+        "error": "policy_error", "exception": failure.exception, "detail": str(failure),
+    }  # fmt: skip
+    return observation, f"the policy failed ({failure.exception}); nothing ran"
 
 
 _OVER_ERRORS: dict[str, type[GateError]] = {
@@ -212,14 +250,19 @@ _OVER_ERRORS: dict[str, type[GateError]] = {
 
 
 class Session:
-    """One hold on a run. At most one open step; calls are serialised."""
+    """One hold on a run. At most one open step; calls are serialised.
+
+    A session refers to its open step's state, never to the ``OpenStep`` handed out (which
+    refers to the session): nothing cycles back, so a session its caller drops unclosed is
+    freed at once and stops renewing its lease, without waiting for a garbage collection."""
 
     def __init__(self, gate: Gate, run_id: str) -> None:
         self._gate = gate
         self._store = gate.store
         self.run_id = run_id
         self._over: str | None = None
-        self._open: OpenStep | None = None
+        self._open: _StepState | None = None
+        self._handle: weakref.ref[OpenStep] | None = None
         self._busy = False
         self._active_since = gate.config.clock()
         self._heartbeat: Holding | None = None
@@ -258,11 +301,11 @@ class Session:
                 self._finish("ended")
                 return None
             self._active_since = now
-            self._open = OpenStep(self, run.step_count)
-            return self._open
+            self._open = _StepState(run.step_count)
+            return self._step_handle()
 
     def current(self) -> OpenStep | None:
-        return self._open
+        return None if self._open is None else self._step_handle()
 
     def done(self) -> bool:
         return self._over is not None
@@ -300,6 +343,17 @@ class Session:
 
     # --- internals ----------------------------------------------------------------------
 
+    def _step_handle(self) -> OpenStep:
+        """The open step's handle: the one handed out while it is kept, else a new one."""
+        state = self._open
+        if state is None:
+            raise RunStateError("no step is open")
+        handle = None if self._handle is None else self._handle()
+        if handle is None or handle._state is not state:
+            handle = OpenStep(self, state)
+            self._handle = weakref.ref(handle)
+        return handle
+
     def _read_run(self) -> RunView:
         with self._store.snapshot() as conn:
             run = read_run(conn, self.run_id)
@@ -313,7 +367,7 @@ class Session:
             self._over = why
         self._open = None
         self._stop_heartbeat()
-        self._gate._held.discard(self.run_id)
+        self._gate._let_go(self)
 
     def _hold_lease(self) -> None:
         """Have the gate's keeper renew the lease when this session holds it."""
@@ -334,7 +388,12 @@ class Session:
         self._stop_heartbeat()
         self._over = "closed"
         self._open = None
-        self._gate._held.discard(self.run_id)
+        self._gate._let_go(self)
+
+    def _fence(self) -> None:
+        """Another session of this gate takes the run over: this one is over, as if it had lost
+        the lease to another process (a call under way finds it at its next write)."""
+        self._finish("lease_lost")
 
     @contextmanager
     def _call(self) -> Iterator[None]:
@@ -366,6 +425,8 @@ class Session:
     def _write(self, *, starts_side_effect: bool = False) -> Iterator[Transaction]:
         """A transaction on the run this session holds the lease of (renewed as it starts)."""
         gate = self._gate
+        if self._over == "lease_lost":  # fenced while a call was under way
+            raise LeaseLost(f"the lease of run {self.run_id} was lost; nothing was written")
         wall = gate.config.wall_clock()
         with self._store.transaction() as tx:
             # One statement checks the owner (and, before a side effect, the expiry by the
@@ -420,7 +481,14 @@ class Session:
         policy_request = gate._policy_request(
             tool, canonical.loads(step.arguments or "{}"), run, step.index
         )
-        decision, identity = gate._evaluate(policy_request)
+        try:
+            decision, identity = gate._evaluate(policy_request)
+        except PolicyFailed as failure:
+            observation, reason = _policy_failure(failure)
+            return self._end_waiting(
+                step, approval, "policy_error", at, closing="superseded", status="FAILED",
+                observation=observation, reason_text=reason,
+            )  # fmt: skip
         outcome = decision.outcome
         if outcome is Outcome.APPROVE and (
             decision.kind == approval.kind or approval.kind in OPERATOR_KINDS
@@ -463,7 +531,10 @@ class Session:
         self._hold_lease()
         if outcome is Outcome.ALLOW:
             self._active_since = now
-            self._open = OpenStep(self, step.index, grant=approval, request=request, tool=tool)
+            self._open = _StepState(
+                step.index, grant=approval, request=request, tool=tool, allowed=True,
+                proposed=True,
+            )  # fmt: skip
             return Verdict(VerdictOutcome.ALLOWED, run, request, approval, decision.reason)
         if outcome is Outcome.APPROVE:
             self._finish("paused")
@@ -511,19 +582,29 @@ class Session:
             raise RunLeased(f"the grant of run {self.run_id} is being executed by {owner}")
 
     def _end_waiting(
-        self, step: StepView, approval: ApprovalView, reason: str, at: str, *, closing: str
+        self,
+        step: StepView,
+        approval: ApprovalView,
+        reason: str,
+        at: str,
+        *,
+        closing: str,
+        status: str = "CANCELLED",
+        observation: dict[str, JSONValue] | None = None,
+        reason_text: str | None = None,
     ) -> Verdict:
         with self._store.transaction() as tx:
             self._check_waiting(tx, approval)
             transitions.close_approval(tx, approval, status=closing, at=at)
             transitions.finish_step(
                 tx, self.run_id, step.index, status="failed", active_seconds=0.0, at=at,
-                observation={"error": reason},
+                observation=observation or {"error": reason},
             )  # fmt: skip
-            transitions.end_run(tx, self.run_id, status="CANCELLED", reason=reason, at=at)
+            transitions.end_run(tx, self.run_id, status=status, reason=reason, at=at)
         run = self._read_run()
         self._finish("ended")
-        return Verdict(VerdictOutcome.ENDED, run, self._request_of(step), approval, reason)
+        return Verdict(VerdictOutcome.ENDED, run, self._request_of(step), approval,
+                       reason_text or reason)  # fmt: skip
 
     def _pause(
         self, tx: Transaction, index: int, decision: PolicyDecision, active: float, at: str
@@ -546,32 +627,39 @@ class Session:
         )  # fmt: skip
 
 
+@dataclass
+class _StepState:
+    """What a session knows of its open step: the allowed request, once there is one."""
+
+    index: int
+    grant: ApprovalView | None = None
+    request: Request | None = None
+    tool: CompiledTool | None = None
+    allowed: bool = False
+    proposed: bool = False
+
+
 class OpenStep:
     """The step a session has open: propose once, then execute (if allowed) or fail."""
 
-    def __init__(
-        self,
-        session: Session,
-        index: int,
-        *,
-        grant: ApprovalView | None = None,
-        request: Request | None = None,
-        tool: CompiledTool | None = None,
-    ) -> None:
+    def __init__(self, session: Session, state: _StepState) -> None:
         self._session = session
-        self.index = index
-        self._grant = grant
-        self._request = request
-        self._tool = tool
-        self._allowed = grant is not None
-        self._proposed = grant is not None
-        self._policy_text = ""
+        self._state = state
+        self.index = state.index
+
+    @property
+    def _request(self) -> Request | None:
+        return self._state.request
+
+    @property
+    def _tool(self) -> CompiledTool | None:
+        return self._state.tool
 
     def propose(self, decision: Decision) -> Verdict:
         s = self._session
         with s._call():
             self._check_open()
-            if self._proposed:
+            if self._state.proposed:
                 raise RunStateError(f"step {self.index} already has a decision")
             gate = s._gate
             now = gate.config.clock()
@@ -583,7 +671,7 @@ class OpenStep:
                     tx, s.run_id, self.index, decision=decision.record(), at=at
                 )
                 verdict = self._apply(tx, plan, run, now, at)
-            self._proposed = True
+            self._state.proposed = True
             return self._conclude(verdict)
 
     async def execute(
@@ -594,10 +682,11 @@ class OpenStep:
         s = self._session
         with s._call():
             self._check_open()
-            if not self._allowed or self._request is None or self._tool is None:
+            state = self._state
+            if not state.allowed or state.request is None or state.tool is None:
                 raise RunStateError(f"step {self.index} has no allowed verdict to execute")
             gate = s._gate
-            request, tool, grant = self._request, self._tool, self._grant
+            request, tool, grant = state.request, state.tool, state.grant
             now = gate.config.clock()
             at = format_time(now)
             if grant is not None:
@@ -616,7 +705,7 @@ class OpenStep:
                     self._start(tx, request, request_json, grant.id, at)
                 s._read_run()
                 s._hold_lease()
-            self._allowed = False
+            state.allowed = False
 
             try:
                 observation = await _call_tool(tool, request.args())
@@ -665,7 +754,7 @@ class OpenStep:
         s = self._session
         with s._call():
             self._check_open()
-            if self._proposed:
+            if self._state.proposed:
                 raise RunStateError(f"step {self.index} already has a decision")
             now = s._gate.config.clock()
             at = format_time(now)
@@ -680,7 +769,7 @@ class OpenStep:
     # --- internals ----------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self._session._open is not self:
+        if self._session._open is not self._state:
             raise RunStateError(f"step {self.index} is not the session's open step")
 
     def _start(
@@ -754,7 +843,11 @@ class OpenStep:
             arguments_text, request_hash,
         )  # fmt: skip
         policy_request = gate._policy_request(tool, arguments, run, self.index)
-        policy_decision, identity = gate._evaluate(policy_request)
+        try:
+            policy_decision, identity = gate._evaluate(policy_request)
+        except PolicyFailed as failure:
+            return _Plan(tool=tool, request=request, policy_request=policy_request,
+                         failure=_policy_failure(failure))  # fmt: skip
         return _Plan(
             tool=tool, request=request, policy_request=policy_request,
             policy=policy_decision, identity=identity,
@@ -787,14 +880,29 @@ class OpenStep:
             return Verdict(VerdictOutcome.ENDED, run, reason=plan.fail)
 
         tool, request, decision = plan.tool, plan.request, plan.policy
-        if tool is None or request is None or decision is None or plan.policy_request is None:
+        if tool is None or request is None or plan.policy_request is None:
+            raise RunStateError("incomplete plan")
+        if plan.failure is not None:  # nothing to record of the policy but how it failed
+            observation, reason = plan.failure
+            transitions.record_request(
+                tx, s.run_id, self.index, tool=tool.name, spec_hash=tool.spec_hash,
+                spec_text=tool.spec_text, arguments=request.arguments,
+                request_hash=request.request_hash, at=at,
+            )  # fmt: skip
+            transitions.finish_step(
+                tx, s.run_id, self.index, status="failed", active_seconds=active, at=at,
+                observation=observation,
+            )  # fmt: skip
+            transitions.end_run(tx, s.run_id, status="FAILED", reason="policy_error", at=at)
+            return Verdict(VerdictOutcome.ENDED, run, request, None, reason)
+        if decision is None:
             raise RunStateError("incomplete plan")
         transitions.record_policy(
             tx, s.run_id, self.index, request=plan.policy_request.text,
             decision=decision.as_json(), policy=plan.identity, at=at,
         )  # fmt: skip
         if decision.outcome is Outcome.ALLOW:
-            self._allowed, self._request, self._tool = True, request, tool
+            self._state.allowed, self._state.request, self._state.tool = True, request, tool
             return Verdict(VerdictOutcome.ALLOWED, run, request, None, decision.reason)
         transitions.record_request(
             tx, s.run_id, self.index, tool=tool.name, spec_hash=tool.spec_hash,
@@ -842,6 +950,7 @@ class _Plan:
     policy_request: PolicyRequest | None = None
     policy: PolicyDecision | None = None
     identity: str | None = None
+    failure: tuple[dict[str, JSONValue], str] | None = None  # the policy failed: nothing runs
 
 
 async def _call_tool(tool: CompiledTool, arguments: JSONValue) -> Observation:

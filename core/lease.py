@@ -20,6 +20,10 @@ Rules:
 6. A renewal that finds another owner (or none) marks the lease lost: the session then refuses
    every call with ``LeaseLost``. A tool already running finishes; its outcome is recorded only
    if the session still owns the lease.
+7. The sessions of one gate share its owner, so the gate tells them apart: a live one holding
+   the run refuses another; one dropped unclosed is freed at once (nothing refers back to it),
+   stops renewing, and its run is taken over one TTL after its last renewal, as a dead
+   process's is; one still reachable whose lease lapsed unrenewed is fenced by the takeover.
 
 Clock skew (docs/decisions/0009-run-lease.md): the holder stamps the expiry by its clock, a
 reader judges it by its own. A reader whose clock is behind the holder's, by any amount, never

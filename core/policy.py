@@ -15,6 +15,10 @@ Rules:
    the hash of its canonical configuration.
 5. A policy that names itself (``identity()``) has that identity recorded with each
    evaluation, so a re-check can say which policy decided.
+6. A policy that raises, or answers something that is not a ``PolicyDecision``, fails closed:
+   the gate records the failure by its type's name and ends the run; nothing runs.
+7. The MCP proxy's duplicate rule stands in front of the policy (``DUPLICATE_KIND``,
+   ``behind_duplicate_rule``); a re-check leaves the rule out and compares the policy behind it.
 """
 
 from __future__ import annotations
@@ -129,6 +133,18 @@ class IdentifiedPolicy(Protocol):
 
 def identity_of(policy: Policy) -> str | None:
     return policy.identity() if isinstance(policy, IdentifiedPolicy) else None
+
+
+# The MCP proxy's duplicate rule (decision 0012) stands in front of the operator's policy: an
+# identical mutating call completed within the window waits for the operator as an approval of
+# this kind, whatever the policy said (unless it denied or aborted). The proxy records every
+# evaluation under the identity below, the policy's own wrapped; re-check unwraps it.
+DUPLICATE_KIND = "duplicate"
+
+
+def behind_duplicate_rule(identity: str) -> str:
+    """The identity the proxy records for the policy ``identity`` behind its duplicate rule."""
+    return canonical.sha256_hex({"policy": identity, "proxy": "duplicate-rule"})
 
 
 class Rule(enum.StrEnum):

@@ -8,6 +8,11 @@ Rules:
    every step where the outcome or the approval's kind differs (the wording of a reason aside).
 3. It proves the policy's answer, not the tool's behaviour, and trusts what it reads: verify the
    chain first. A policy that reads outside state (a clock, a file) cannot be re-checked exactly.
+4. The proxy's duplicate rule (decision 0012) is not re-checked: it reads the history, not the
+   request. A recorded ``duplicate`` approval stands for whatever the policy behind it answered
+   short of deny or abort, so it differs only when the policy would now deny or abort. The
+   identity the proxy records (the policy's, wrapped by the rule) is reported as the policy's
+   own when it is the given policy's, wrapped.
 """
 
 from __future__ import annotations
@@ -16,7 +21,15 @@ from dataclasses import dataclass
 
 from core import canonical
 from core.errors import JSONRefused, NotRecheckable, UnknownRun
-from core.policy import Policy, PolicyDecision, PolicyRequest, identity_of
+from core.policy import (
+    DUPLICATE_KIND,
+    Outcome,
+    Policy,
+    PolicyDecision,
+    PolicyRequest,
+    behind_duplicate_rule,
+    identity_of,
+)
 from core.store import Store
 
 
@@ -46,6 +59,8 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
             " ORDER BY seq",
             (run_id,),
         ).fetchall()
+    now_policy = identity_of(policy)
+    proxied = None if now_policy is None else behind_duplicate_rule(now_policy)
     differences = []
     for seq, step, payload_text in rows:
         try:
@@ -57,16 +72,16 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
         then = PolicyDecision.from_json(payload["decision"])
         request = PolicyRequest(canonical.dumps_text(payload["request"]))
         now = policy.evaluate(request)
-        if not now.same_as(then):
-            then_policy = payload["policy"]
-            differences.append(
-                Difference(
-                    run_id,
-                    int(step),
-                    then,
-                    now,
-                    then_policy if isinstance(then_policy, str) else None,
-                    identity_of(policy),
-                )
-            )
+        if not _same(then, now):
+            then_policy = payload["policy"] if isinstance(payload["policy"], str) else None
+            if then_policy is not None and then_policy == proxied:
+                then_policy = now_policy
+            differences.append(Difference(run_id, int(step), then, now, then_policy, now_policy))
     return Recheck(run_id, len(rows), tuple(differences))
+
+
+def _same(then: PolicyDecision, now: PolicyDecision) -> bool:
+    if then.outcome is Outcome.APPROVE and then.kind == DUPLICATE_KIND:
+        # The duplicate rule answered, over the policy's allow or approve.
+        return now.outcome in (Outcome.ALLOW, Outcome.APPROVE)
+    return now.same_as(then)

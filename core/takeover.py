@@ -64,6 +64,15 @@ def take_over(gate: Gate, run: RunView) -> Verdict | None:
                     tx, run.id, step.index, status="done", active_seconds=0.0, at=at,
                     observation={"ok": True, "result": detail["result"], "reconciled": True},
                 )  # fmt: skip
+                # settle() found this tool with the spec the step started under: a terminal
+                # tool's call that took effect ends the run, as its execute would have.
+                tool = gate.tools.get(step.tool or "")
+                if tool is not None and tool.tool.terminal:
+                    transitions.end_run(
+                        tx, run.id, status="COMPLETED", reason="completed", at=at,
+                        result=canonical.dumps_text(detail["result"]),
+                    )  # fmt: skip
+                    verdict = (VerdictOutcome.ENDED, None, "completed")
             elif action == "conflict":
                 transitions.finish_step(
                     tx, run.id, step.index, status="failed", active_seconds=0.0, at=at,

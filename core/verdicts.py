@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -11,7 +12,8 @@ from datetime import UTC, datetime
 
 from core import canonical
 from core.canonical import JSONValue
-from core.policy import DefaultPolicy, Policy
+from core.errors import TTLRefused
+from core.policy import DUPLICATE_KIND, DefaultPolicy, Policy
 from core.records import ApprovalView, RunView, StepView
 from core.store import Store
 from core.tools import CompiledTool, SideEffect, Tool
@@ -27,7 +29,7 @@ def _utc_now() -> datetime:
 
 # Grants of these kinds are the operator's word on this exact request, whatever class the
 # policy would now ask an approval for (it still may deny or abort).
-OPERATOR_KINDS = frozenset({"interrupted_side_effect", "duplicate"})
+OPERATOR_KINDS = frozenset({"interrupted_side_effect", DUPLICATE_KIND})
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,15 @@ class GateConfig:
     # Asked, on takeover, about a step found executing a tool that is not read-only and not
     # idempotent: did the call take effect? Without it, such a step waits for the operator.
     reconcile: Callable[[Request], Reconciled] | None = None
+
+    def __post_init__(self) -> None:
+        # Zero or less lapses as it is taken and the heartbeat (every TTL/3) never sleeps; not
+        # finite, a dead process blocks its run for ever (or the heartbeat cannot sleep at all).
+        ttl = self.lease_ttl
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl):
+            raise TTLRefused(f"the lease TTL must be a finite number of seconds, not {ttl!r}")
+        if ttl <= 0:
+            raise TTLRefused(f"the lease TTL must be more than 0 seconds, not {ttl!r}")
 
 
 class VerdictOutcome(enum.StrEnum):

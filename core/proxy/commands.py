@@ -443,7 +443,8 @@ def settings(args: argparse.Namespace) -> int:
     if not args.setting:
         config = configuration.load(path)
         for name in names:
-            print(f"{name} = {getattr(config, name)}")
+            shown = getattr(config, name)
+            print(f"{name} = {configuration.NEVER if shown is None else shown}")
         for side_effect in SideEffect:
             print(f"policy.{side_effect.value} = {config.policy().classes[side_effect].value}")
         return EXIT_OK
@@ -453,7 +454,10 @@ def settings(args: argparse.Namespace) -> int:
     value: Any = None
     if text != "default":
         try:
-            value = text if name == "notifications" else float(text)
+            words = name == "notifications" or (
+                name == "grant_ttl_seconds" and text == configuration.NEVER
+            )
+            value = text if words else float(text)
         except ValueError:
             return _error(f"{name} takes a number of seconds, not {text!r}", "ConfigError")
         if isinstance(value, float) and value.is_integer():

@@ -4,7 +4,7 @@
 hold_seconds = 5                 # how long a call needing approval is held before "pending"
 duplicate_window_seconds = 600   # an identical mutating call within this waits for the operator
 call_timeout_seconds = 60        # an upstream call taking longer has an unknown outcome
-grant_ttl_seconds = 3600         # an approval not executed within this after it is granted lapses
+grant_ttl_seconds = 3600         # a granted approval not executed within this lapses ("never")
 notifications = "each"           # each: a notification per approval; tray: the tray icon only
 
 [policy]                         # per class: allow / approve / deny (defaults shown)
@@ -27,9 +27,11 @@ overrule_annotations = false     # true: keep the class even if the server's hin
 
 Unknown keys and bad values are refused with ``ConfigError`` naming the file, the line and the
 key; so is a file that is not UTF-8 TOML, and a fixed value with no exact JSON form (a date, a
-NaN, an integer beyond 2^53), which could be neither hashed nor sent. The file is edited with
-``tomlkit`` so that the operator's comments and layout survive; a change that does not validate
-is not saved.
+NaN, an integer beyond 2^53), which could be neither hashed nor sent. ``grant_ttl_seconds = 0``
+reads "lapses after 0 s" and would lapse every approval as it is granted: it is refused with the
+subclass ``TTLRefused`` (approvals that never lapse are written ``"never"``). The file is
+edited with ``tomlkit`` so that the operator's comments and layout survive; a change that does
+not validate is not saved.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import tomlkit.items
 
 from core import canonical
 from core.canonical import JSONValue
-from core.errors import ConfigError, JSONRefused
+from core.errors import ConfigError, JSONRefused, TTLRefused
 from core.policy import ConfigPolicy, Rule
 from core.tools import SideEffect
 
@@ -56,6 +58,7 @@ DEFAULT_HOLD = 5.0
 DEFAULT_DUPLICATE_WINDOW = 600.0
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_GRANT_TTL = 3600.0
+NEVER = "never"  # grant_ttl_seconds: a granted approval never lapses
 NOTIFICATIONS = ("each", "tray")  # the first is the default
 
 
@@ -85,7 +88,7 @@ class Config:
     hold_seconds: float = DEFAULT_HOLD
     duplicate_window_seconds: float = DEFAULT_DUPLICATE_WINDOW
     call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT
-    grant_ttl_seconds: float = DEFAULT_GRANT_TTL
+    grant_ttl_seconds: float | None = DEFAULT_GRANT_TTL  # None: never lapses
     notifications: str = NOTIFICATIONS[0]
 
     def policy(self) -> ConfigPolicy:
@@ -124,14 +127,16 @@ class _Where:
         for n in range(1, len(key) + 1):
             self.lines.setdefault(key[:n], number)
 
-    def error(self, key: tuple[str, ...], message: str) -> ConfigError:
+    def error(
+        self, key: tuple[str, ...], message: str, cls: type[ConfigError] = ConfigError
+    ) -> ConfigError:
         line = None
         for n in range(len(key), 0, -1):
             line = self.lines.get(key[:n])
             if line is not None:
                 break
         where = f"{self.path}:{line}" if line is not None else str(self.path)
-        return ConfigError(f"{where}: {'.'.join(key)}: {message}")
+        return cls(f"{where}: {'.'.join(key)}: {message}")
 
 
 # A key, its dotted parts with white space only around the dots: one way to read each line, so
@@ -212,7 +217,7 @@ def parse(document: dict[str, Any], where: _Where) -> Config:
         call_timeout_seconds=_seconds(
             document, "call_timeout_seconds", DEFAULT_CALL_TIMEOUT, where
         ),
-        grant_ttl_seconds=_seconds(document, "grant_ttl_seconds", DEFAULT_GRANT_TTL, where),
+        grant_ttl_seconds=_grant_ttl(document, where),
         notifications=notifications,
     )
 
@@ -299,6 +304,24 @@ def _seconds(document: dict[str, Any], name: str, default: float, where: _Where)
     value = document.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 86_400:
         raise where.error((name,), "a number of seconds from 0 to 86400")
+    return float(value)
+
+
+def _grant_ttl(document: dict[str, Any], where: _Where) -> float | None:
+    """Seconds above 0, or None for "never". 0 is refused: it reads as "lapses after 0 s",
+    which would lapse every approval as it is granted, yet it once meant "never"."""
+    value = document.get("grant_ttl_seconds", DEFAULT_GRANT_TTL)
+    if value == NEVER:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 86_400:
+        raise where.error(("grant_ttl_seconds",), f'a number of seconds up to 86400, or "{NEVER}"')
+    if value == 0:
+        raise where.error(
+            ("grant_ttl_seconds",),
+            "0 would lapse every approval as it is granted; for approvals that never lapse,"
+            f' write "{NEVER}"',
+            TTLRefused,
+        )
     return float(value)
 
 

@@ -65,7 +65,13 @@ from core.errors import (
 from core.gate import Gate, GateConfig, Verdict, VerdictOutcome
 from core.lease import is_live
 from core.limits import Limits
-from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest
+from core.policy import (
+    ConfigPolicy,
+    Outcome,
+    PolicyDecision,
+    PolicyRequest,
+    behind_duplicate_rule,
+)
 from core.proxy import status, wake
 from core.proxy.config import Config, ServerConfig
 from core.proxy.config import load as load_config
@@ -117,7 +123,7 @@ class DuplicateRule:
         return decision
 
     def identity(self) -> str:
-        return canonical.sha256_hex({"policy": self.inner.identity(), "proxy": "duplicate-rule"})
+        return behind_duplicate_rule(self.inner.identity())
 
 
 @dataclass
@@ -606,7 +612,9 @@ class Proxy:
         return flatten(result)
 
     async def _restart(self, server: str, tool: str) -> Upstream:
-        """Start a server that died between calls; its tool must still carry its pin."""
+        """Start a server that died between calls. Its whole new listing is checked against
+        the pins: every offered tool of it that changed stops being offered, not only the one
+        being called (a reworded tool could now say it is destructive)."""
         old = self.upstreams.pop(server, None)
         if old is not None:
             await old.close()
@@ -614,10 +622,28 @@ class Proxy:
             upstream, listing = await self._connect(self.config.servers[server])
         except UpstreamError as e:
             raise RuntimeError(f"server {server} is not running and did not restart: {e}") from None
-        pinned = self.config.servers[server].tools[tool].pin
-        if not any(t.name == tool and t.pin == pinned for t in listing.tools):
+        listed = {t.name: t for t in listing.tools}
+        configured = self.config.servers[server].tools
+        for exposed in [e for e in self.exposed.values() if e.server == server]:
+            name = exposed.state.tool.name
+            now = listed.get(name)
+            state = evaluate(now, configured.get(name)) if now is not None else None
+            if state is None:
+                why = "is no longer listed"
+            elif now is not None and now.pin != exposed.state.tool.pin:
+                why = "changed since it was pinned"
+            elif not state.available:
+                why = state.reason
+            else:
+                continue
+            del self.exposed[exposed.name]
+            self.refused[exposed.name] = f"server {server} restarted, and {name} {why}"
+            log.warning("no longer offered: %s", self.refused[exposed.name])
+        status.record(self.status_dir, server, listing)
+        if not any(e.server == server and e.state.tool.name == tool for e in self.exposed.values()):
             await upstream.close()
-            raise RuntimeError(f"server {server} restarted, but {tool} changed since it was pinned")
+            why = next((r for n, r in self.refused.items() if n.endswith(tool)), tool)
+            raise RuntimeError(why)
         self.upstreams[server] = upstream
         return upstream
 

@@ -292,6 +292,29 @@ def test_a_policy_change_is_saved_recorded_and_rechecks_the_history(
         page.recheck_button.click()
 
 
+def test_approvals_that_never_lapse_are_shown_and_kept_as_never(
+    home: Path, store: Store, qtbot
+) -> None:
+    """grant_ttl_seconds = 0 is refused (it would lapse every grant at once); "never" is the
+    way to say no limit, and the window shows it and saves it as such."""
+    from core import paths
+    from core.proxy import manage
+
+    manage.set_setting(paths.config_path(), "grant_ttl_seconds", "never")
+    window = open_settings(home, qtbot, store)
+    spin = window.policy.timings["grant_ttl_seconds"]
+    assert spin.value() == 0 and spin.text() == "never"
+    window.policy.timings["hold_seconds"].setValue(7)
+    assert window.policy.save() == ""
+    assert (config().grant_ttl_seconds, config().hold_seconds) == (None, 7)
+    spin.setValue(600)
+    assert window.policy.save() == ""
+    assert config().grant_ttl_seconds == 600
+    spin.setValue(0)
+    assert window.policy.save() == ""
+    assert config().grant_ttl_seconds is None
+
+
 def test_after_a_rule_change_in_the_window_the_recheck_names_the_decisions_it_changes(
     home: Path, store: Store, qtbot
 ) -> None:

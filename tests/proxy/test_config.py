@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ConfigError
+from core.errors import ConfigError, TTLRefused
 from core.policy import Rule
+from core.proxy import manage
 from core.proxy.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_HOLD,
+    NEVER,
     Config,
     Editor,
     load,
@@ -232,3 +234,32 @@ def test_the_editor_handles_a_server_written_as_an_inline_table(tmp_path: Path) 
         assert "servers.fs" in outcome
     else:
         assert outcome.servers["fs"].tools["read_file"].side_effect is SideEffect.READ_ONLY
+
+
+# --- grant_ttl_seconds: 0 says "lapses after 0 s", so it is refused; "never" is written out ---
+
+
+def test_a_grant_ttl_of_zero_is_refused_by_name(tmp_path: Path) -> None:
+    path = write(tmp_path, "hold_seconds = 2\ngrant_ttl_seconds = 0\n")
+    with pytest.raises(TTLRefused):
+        load(path)
+
+
+def test_a_grant_ttl_of_never_means_approvals_never_lapse(tmp_path: Path) -> None:
+    assert load(write(tmp_path, 'grant_ttl_seconds = "never"\n')).grant_ttl_seconds is None
+    assert load(write(tmp_path, "grant_ttl_seconds = 0.5\n")).grant_ttl_seconds == 0.5
+
+
+@pytest.mark.parametrize("value", ['"sometimes"', "-1", "86401", "nan", "inf", "true"])
+def test_a_grant_ttl_that_is_not_seconds_or_never_is_refused(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError):
+        load(write(tmp_path, f"grant_ttl_seconds = {value}\n"))
+
+
+def test_setting_a_grant_ttl_of_zero_is_refused_and_the_file_kept(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    with pytest.raises(TTLRefused):
+        manage.set_setting(path, "grant_ttl_seconds", 0)
+    assert path.read_text() == GOOD
+    assert manage.set_setting(path, "grant_ttl_seconds", NEVER).grant_ttl_seconds is None
+    assert 'grant_ttl_seconds = "never"' in path.read_text()

@@ -252,15 +252,41 @@ def test_an_upstream_killed_between_calls_restarts_with_its_pins_or_refuses_by_n
             assert down.is_error
             assert "is not running and did not restart" in text(down)
             fake.path.write_text(script)  # repaired: the next call starts it again
-            back = await host.call_tool("write_note", {"text": "repaired"})
-            assert text(back) == "wrote 'repaired'", text(back)
+            back = await host.call_tool("read_note", {})
+            assert text(back).count("after crash") == 3, text(back)
+            # A tool once seen changed stays withdrawn until the host starts the proxy again.
+            withdrawn = await host.call_tool("write_note", {"text": "repaired"})
+            assert withdrawn.is_error and "changed since it was pinned" in text(withdrawn)
 
     run_in(body)
     lines = fake.notes.read_text().splitlines()
-    assert lines == ["after crash 0", "after crash 1", "after crash 2", "repaired"]
+    assert lines == ["after crash 0", "after crash 1", "after crash 2"]
     assert pending(home) == []
     complete(home)
     verified(home)
+
+
+@pytest.mark.guarantee("G-PROXY-2")
+def test_a_restart_with_a_changed_listing_takes_every_changed_tool_away(home: Path) -> None:
+    """Only write_note is called after the restart; read_note, which now says it is
+    destructive (its pin covers name, description and schema; its class was read_only), stops
+    being offered too, though nobody called it."""
+    fake = ready(home, "fake", listing(READ, WRITE))
+    allow_writes(home)
+
+    async def body() -> None:
+        async with proxy_session(home, "fake", hold=0.2) as host:
+            assert text(await host.call_tool("read_note", {})) == ""
+            destructive = {**READ, "annotations": {"destructiveHint": True}}
+            fake.update(listing=listing(destructive, WRITE))
+            kill(upstream_pid(fake))
+            wrote = await host.call_tool("write_note", {"text": "after the restart"})
+            assert text(wrote) == "wrote 'after the restart'", text(wrote)  # unchanged
+            gone = await host.call_tool("read_note", {})
+            assert gone.is_error and "annotation conflict" in text(gone), text(gone)
+
+    run_in(body)
+    assert fake.notes.read_text() == "after the restart\n"
 
 
 @pytest.mark.guarantee("G-PROXY-2")
