@@ -27,8 +27,8 @@ Rules:
    could not be recorded (a full disk), or whose proxy died: a re-call finding the call's run
    still running never starts it twice. A request that could not even be written to a server
    that died between calls was never made: the server is started again and it is sent.
-7. Results are flattened to text (non-text content summarised) and capped at 64 KiB with a
-   marker. No ``outputSchema`` is offered to the host, so no host raises on a prose answer.
+7. Results are flattened to text (core/proxy/answers.py: non-text content summarised) and
+   capped at 64 KiB with a marker. No ``outputSchema`` is offered to the host, so no host raises on a prose answer.
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ from core.policy import (
     PolicyRequest,
     behind_duplicate_rule,
 )
-from core.proxy import status, wake
+from core.proxy import answers, status, wake
+from core.proxy.answers import STATUS_TOOL
 from core.proxy.config import Config, ServerConfig
 from core.proxy.config import load as load_config
 from core.proxy.pins import Listing, ToolState, evaluate, read_listing
@@ -85,8 +86,6 @@ from core.transitions import CallLabel, collect
 
 log = logging.getLogger("signoff.proxy")
 
-STATUS_TOOL = "signoff_status"
-RESULT_CAP = 64 * 1024
 POLL_SECONDS = 0.05
 START_TIMEOUT = 60.0
 MUTATING = frozenset(
@@ -304,10 +303,12 @@ class Proxy:
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         self.reload_rules()
         if name == STATUS_TOOL:
-            return _text(self.status())
+            return answers.text(self.status())
         exposed = self.exposed.get(name)
         if exposed is None:
-            return _text(f"Signoff: {name} is not available: {self._why_not(name)}", error=True)
+            return answers.text(
+                f"Signoff: {name} is not available: {self._why_not(name)}", error=True
+            )
         args = arguments or {}
         arguments_text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
         try:
@@ -368,7 +369,7 @@ class Proxy:
         step = session.step()
         if step is None:
             session.close()
-            return _text("Signoff: the call could not start", error=True)
+            return answers.text("Signoff: the call could not start", error=True)
         self.policy.duplicate_of = duplicate_of
         try:
             verdict = step.propose(
@@ -389,13 +390,13 @@ class Proxy:
         if verdict.outcome == VerdictOutcome.DENIED:
             self._close_run(session, Decision.fail(f"denied: {verdict.reason}", origin="operator"))
             self._mark_collected(run_id)
-            return _text(f"Signoff refused this call: {verdict.reason}", error=True)
+            return answers.text(f"Signoff refused this call: {verdict.reason}", error=True)
         session.close()
         if verdict.outcome == VerdictOutcome.PENDING:
             wake.wake("approval")
             return await self._hold(exposed, run_id)
         self._mark_collected(run_id)
-        return _text(f"Signoff ended this call: {verdict.reason}", error=True)
+        return answers.text(f"Signoff ended this call: {verdict.reason}", error=True)
 
     async def _execute(self, exposed: Exposed, session: Any) -> types.CallToolResult:
         step = session.current()
@@ -411,7 +412,7 @@ class Proxy:
                 raise
             # The upstream call was made; its outcome could not be recorded (a full disk, a
             # lost lease). The run stays "started": a re-call takes it to the operator.
-            return _text(
+            return answers.text(
                 f"Signoff: this call was made, but its outcome could not be recorded: {e}"
                 f" [{type(e).__name__}]. It will not be repeated on its own: calling again with"
                 " the same arguments asks the operator, who decides whether it runs again.",
@@ -423,10 +424,10 @@ class Proxy:
         if observation.approval is not None:
             wake.wake("approval")
             approval = observation.approval
-            return _pending(exposed.name, approval.id, approval.request_hash,
+            return answers.pending(exposed.name, approval.id, approval.request_hash,
                             kind=approval.kind)  # fmt: skip
         wake.wake("ended")
-        return _result(observation)
+        return answers.result(observation)
 
     async def _hold(self, exposed: Exposed, run_id: str) -> types.CallToolResult:
         deadline = time.monotonic() + self.hold
@@ -438,7 +439,7 @@ class Proxy:
             if status == "approved":
                 return await self._resume_waiting(exposed, run_id, hold=False)
             if time.monotonic() >= deadline:
-                return _pending(exposed.name, approval_id, request_hash, kind=kind)
+                return answers.pending(exposed.name, approval_id, request_hash, kind=kind)
             await asyncio.sleep(POLL_SECONDS)
 
     async def _resume_waiting(
@@ -451,7 +452,7 @@ class Proxy:
             return (
                 await self._hold(exposed, run_id)
                 if hold
-                else _pending(exposed.name, row[0], row[2], kind=row[3])
+                else answers.pending(exposed.name, row[0], row[2], kind=row[3])
             )
         try:
             session, verdict = self._require_gate().attach(run_id)
@@ -461,7 +462,7 @@ class Proxy:
             return await self._await_outcome(exposed, run_id, time.monotonic() + self.hold)
         if verdict is None:
             session.close()
-            return _text("Signoff: this call's run is in an unexpected state", error=True)
+            return answers.text("Signoff: this call's run is in an unexpected state", error=True)
         return await self._after_verdict(exposed, session, verdict)
 
     async def _unfinished(self, exposed: Exposed, run_id: str) -> types.CallToolResult | None:
@@ -482,7 +483,7 @@ class Proxy:
         try:
             session, verdict = gate.attach(run_id)
         except RunLeased:
-            return _text(
+            return answers.text(
                 f"Signoff: an identical call (run {run_id}) is under way in another Signoff"
                 " process, or was cut off moments ago; it is not started twice. Call again with"
                 " exactly the same arguments later to learn how it ended."
@@ -496,7 +497,7 @@ class Proxy:
         if verdict.outcome == VerdictOutcome.PENDING and verdict.approval is not None:
             wake.wake("approval")
             approval = verdict.approval
-            return _pending(exposed.name, approval.id, approval.request_hash,
+            return answers.pending(exposed.name, approval.id, approval.request_hash,
                             kind=approval.kind)  # fmt: skip
         return self._collect_answer(exposed, run_id)
 
@@ -523,7 +524,7 @@ class Proxy:
             if waiting is not None and waiting[1] == "pending":
                 return await self._hold(exposed, run_id)
             if time.monotonic() >= deadline:
-                return _under_way(run_id)
+                return answers.under_way(run_id)
             await asyncio.sleep(POLL_SECONDS)
 
     @staticmethod
@@ -550,14 +551,16 @@ class Proxy:
             observation = {}
         if reason == effects.NOT_REPEATED:
             why = observation.get("reason") or "no reason given"
-            return _text(effects.not_repeated_text(exposed.name, str(why)), error=True)
+            return answers.text(effects.not_repeated_text(exposed.name, str(why)), error=True)
         if reason == "rejected":
             why = observation.get("reason") or "no reason given"
-            return _text(f"The operator rejected this call ({exposed.name}): {why}. It did not"
-                         " run.", error=True)  # fmt: skip
+            return answers.text(
+                f"The operator rejected this call ({exposed.name}): {why}. It did not run.",
+                error=True,
+            )
         if status == "COMPLETED" or observation.get("ok") is True:
-            return _from_record(observation)
-        return _text(f"Signoff: this call ended {status.lower()} ({reason}).", error=True)
+            return answers.from_record(observation)
+        return answers.text(f"Signoff: this call ended {status.lower()} ({reason}).", error=True)
 
     def _why_not(self, name: str) -> str:
         if name in self.refused:
@@ -609,7 +612,7 @@ class Proxy:
             raise OutcomeUnknown(str(e)) from None
         except UpstreamProtocolError as e:  # a JSON-RPC error: the server's own refusal
             raise RuntimeError(f"the server refused the call: {e}") from None
-        return flatten(result)
+        return answers.flatten(result)
 
     async def _restart(self, server: str, tool: str) -> Upstream:
         """Start a server that died between calls. Its whole new listing is checked against
@@ -728,14 +731,6 @@ def _still_latest(key: str, seen: str | None) -> Callable[[Any], None]:
     return check
 
 
-def _under_way(run_id: str) -> types.CallToolResult:
-    return _text(
-        f"Signoff: an identical call (run {run_id}) is under way in another Signoff process,"
-        " or was cut off moments ago; it is not started twice. Call again with exactly the"
-        " same arguments later to learn how it ended."
-    )
-
-
 def _call_key(exposed: Exposed, spec_hash: str, arguments: Any) -> str:
     return canonical.sha256_hex(
         {
@@ -744,76 +739,6 @@ def _call_key(exposed: Exposed, spec_hash: str, arguments: Any) -> str:
             "tool": exposed.state.tool.name,
             "arguments": arguments,
         }
-    )
-
-
-def flatten(result: dict[str, Any]) -> dict[str, Any]:
-    """An upstream result as text: non-text content summarised, capped at 64 KiB."""
-    parts: list[str] = []
-    for item in result.get("content") or []:
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type")
-        if kind == "text":
-            parts.append(str(item.get("text", "")))
-        elif kind in ("image", "audio"):
-            size = len(str(item.get("data", ""))) * 3 // 4
-            parts.append(f"[{kind}: {item.get('mimeType', 'unknown type')}, about {size} bytes]")
-        elif kind == "resource":
-            resource = item.get("resource") or {}
-            parts.append(f"[resource: {resource.get('uri', '?')}]")
-            if isinstance(resource.get("text"), str):
-                parts.append(resource["text"])
-        elif kind == "resource_link":
-            parts.append(f"[link: {item.get('uri', '?')}]")
-        else:
-            parts.append(f"[{kind} content]")
-    if not parts and result.get("structuredContent") is not None:
-        parts.append(json.dumps(result["structuredContent"], ensure_ascii=False))
-    text = "\n".join(parts)
-    data = text.encode("utf-8")
-    if len(data) > RESULT_CAP:
-        kept = data[:RESULT_CAP].decode("utf-8", "ignore")
-        text = f"{kept}\n[truncated by Signoff: {len(data) - len(kept.encode())} more bytes]"
-    return {"text": text, "isError": bool(result.get("isError"))}
-
-
-def _text(text: str, *, error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
-
-
-def _result(observation: Any) -> types.CallToolResult:
-    if not observation.ok:
-        return _text(f"The tool failed: {observation.error}", error=True)
-    value = canonical.loads(observation.result or "null")
-    return _from_record({"ok": True, "result": value})
-
-
-def _from_record(observation: dict[str, Any]) -> types.CallToolResult:
-    result = observation.get("result")
-    if isinstance(result, dict) and "text" in result:
-        return _text(str(result["text"]), error=bool(result.get("isError")))
-    return _text(json.dumps(result, ensure_ascii=False))
-
-
-_PENDING_FIRST = {
-    "interrupted_side_effect": "This call was cut off and may or may not have taken effect; it"
-    " will not be repeated unless the operator approves.",
-    "duplicate": "An identical call may already have taken effect; this one waits for the"
-    " operator before it is made again.",
-}
-
-
-def _pending(
-    tool: str, approval_id: str, request_hash: str, *, kind: str = "approval"
-) -> types.CallToolResult:
-    first = _PENDING_FIRST.get(kind, "This call needs the operator's approval and has not run.")
-    return _text(
-        f"{first} It is pending as approval {approval_id} (request fingerprint"
-        f" {present.fingerprint(request_hash)}). The"
-        f" operator decides outside this conversation. Once it is approved, call {tool} again"
-        " with exactly the same arguments to collect the result; until then, calling again"
-        f" says it is still pending. {STATUS_TOOL} lists what waits."
     )
 
 
@@ -842,7 +767,7 @@ async def serve(
         try:
             return await proxy.call(params.name, params.arguments)
         except SignoffError as e:  # a named refusal, shown to the host, never a crash
-            return _text(f"Signoff: {e} [{type(e).__name__}]", error=True)
+            return answers.text(f"Signoff: {e} [{type(e).__name__}]", error=True)
 
     server: Server[Any] = Server(
         "signoff",

@@ -12,8 +12,9 @@ from app.history import HistoryWindow
 from app.history_model import CALL_HASH_HELP
 from core import present
 from core.heads import MemoryHeadStore
+from core.proxy.answers import pending as _pending
 from core.proxy.config import Config
-from core.proxy.server import Proxy, _pending
+from core.proxy.server import Proxy
 from core.store import Store
 from tests.app.pending import make_pending
 from tests.conftest import run_signoff

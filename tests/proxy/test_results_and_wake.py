@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.proxy import wake
-from core.proxy.server import RESULT_CAP, flatten
+from core.proxy.answers import RESULT_CAP, flatten
 
 
 def test_text_is_kept_and_other_content_is_summarised() -> None:
