@@ -59,26 +59,39 @@ class Pending(PendingRequest):
         return present.name(f"{self.server or '?'}/{self.tool or '?'}")
 
 
-def read_pending(store: Store, config_path: Path | None = None) -> list[Pending]:
+def read_pending(
+    store: Store, config_path: Path | None = None, schemas: Schemas | None = None
+) -> list[Pending]:
     with store.snapshot() as conn:
         found = pending_requests(conn)
-    schemas = _Schemas(config_path)
+    schemas = schemas or Schemas(config_path)
     return [Pending(**vars(p), schema=schemas.of(p.server, p.tool)) for p in found]
 
 
-class _Schemas:
-    """The input schemas the operator pinned, read from the pinned tools' kept texts (rule 5)."""
+class Schemas:
+    """The input schemas the operator pinned, read from the pinned tools' kept texts (rule 5).
+    Kept between reads: the configuration is read again only when its file changed, and a kept
+    text, addressed by its pin, never changes."""
 
     def __init__(self, config_path: Path | None) -> None:
+        self.config_path = config_path
         self.config: configuration.Config | None = None
-        if config_path is not None:
-            try:
-                self.config = configuration.load(config_path)
-            except SignoffError:
-                self.config = None  # shown in the schema-less order; the config page says why
+        self._stamp: object = ()  # never a file's stamp: the first read loads
+        self._kept: dict[str, dict[str, Any] | None] = {}
         self.pins_dir = manage.pins_dir(config_path) if config_path is not None else None
 
+    def _load(self) -> None:
+        now = configuration.stamp(self.config_path)
+        if now == self._stamp or self.config_path is None:
+            return
+        self._stamp = now
+        try:
+            self.config = configuration.load(self.config_path)
+        except SignoffError:
+            self.config = None  # shown in the schema-less order; the config page says why
+
     def of(self, server: str | None, tool: str | None) -> dict[str, Any] | None:
+        self._load()
         if self.config is None or self.pins_dir is None or server is None or tool is None:
             return None
         entry = self.config.servers.get(server)
@@ -86,17 +99,20 @@ class _Schemas:
         pin_hash = getattr(pin, "pin", None)
         if not isinstance(pin_hash, str):
             return None
-        try:
-            kept = pinstore.kept(self.pins_dir, pin_hash)
-        except SignoffError:
-            return None
-        return kept.input_schema if kept is not None else None
+        if pin_hash not in self._kept:
+            try:
+                kept = pinstore.kept(self.pins_dir, pin_hash)
+            except SignoffError:
+                kept = None
+            self._kept[pin_hash] = kept.input_schema if kept is not None else None
+        return self._kept[pin_hash]
 
 
 class AppModel:
     def __init__(self, store: Store, notified_file: Path, config_path: Path | None = None) -> None:
         self.store = store
         self.config_path = config_path
+        self._schemas = Schemas(config_path)
         self.notified_file = notified_file
         self.pending: list[Pending] = []
         self.witness = WitnessState(False, None)
@@ -112,7 +128,7 @@ class AppModel:
     def refresh(self) -> list[Pending]:
         """Read the pending approvals; returns those not notified yet (now marked notified,
         unless notifications are paused)."""
-        self.pending = read_pending(self.store, self.config_path)
+        self.pending = read_pending(self.store, schemas=self._schemas)
         ids = {p.id for p in self.pending}
         fresh = [p for p in self.pending if p.id not in self._notified]
         if not self.paused:

@@ -372,3 +372,14 @@ class Editor:
         tmp.chmod(0o600)
         tmp.replace(self.path)
         return config
+
+
+def stamp(path: Path | None) -> tuple[int, int, int] | None:
+    """What tells a changed file apart: its inode, size and modification time."""
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)

@@ -28,7 +28,8 @@ Rules:
    still running never starts it twice. A request that could not even be written to a server
    that died between calls was never made: the server is started again and it is sent.
 7. Results are flattened to text (core/proxy/answers.py: non-text content summarised) and
-   capped at 64 KiB with a marker. No ``outputSchema`` is offered to the host, so no host raises on a prose answer.
+   capped at 64 KiB with a marker. No ``outputSchema`` is offered to the host, so no host
+   raises on a prose answer.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ from core.policy import (
 )
 from core.proxy import answers, status, wake
 from core.proxy.answers import STATUS_TOOL
-from core.proxy.config import Config, ServerConfig
+from core.proxy.config import Config, ServerConfig, stamp
 from core.proxy.config import load as load_config
 from core.proxy.pins import Listing, ToolState, evaluate, read_listing
 from core.proxy.unreadable import AnswerUnreadable
@@ -91,17 +92,6 @@ START_TIMEOUT = 60.0
 MUTATING = frozenset(
     {SideEffect.LOCAL_MUTATION, SideEffect.REMOTE_MUTATION, SideEffect.DESTRUCTIVE}
 )
-
-
-def _stamp(path: Path | None) -> tuple[int, int, int] | None:
-    """What tells a changed file apart: its inode, size and modification time."""
-    if path is None:
-        return None
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class DuplicateRule:
@@ -152,7 +142,7 @@ class Proxy:
     ) -> None:
         self.config = config
         self.config_path = config_path
-        self._config_stamp = _stamp(config_path)
+        self._config_stamp = stamp(config_path)
         self._hold_given = hold_seconds is not None
         self.names = names
         self.store = store
@@ -278,10 +268,10 @@ class Proxy:
         The tool set (pins, classes, fixed and denied parameters) stays as it was at start: a
         tool's class is part of what the gate pinned. A file that no longer reads keeps the
         rules last read, and says so in the log."""
-        stamp = _stamp(self.config_path)
-        if stamp == self._config_stamp or self.config_path is None:
+        now = stamp(self.config_path)
+        if now == self._config_stamp or self.config_path is None:
             return False
-        self._config_stamp = stamp
+        self._config_stamp = now
         try:
             new = load_config(self.config_path)
         except SignoffError as e:
@@ -627,6 +617,7 @@ class Proxy:
             raise RuntimeError(f"server {server} is not running and did not restart: {e}") from None
         listed = {t.name: t for t in listing.tools}
         configured = self.config.servers[server].tools
+        withdrawn = ""  # why the tool being called was, if it was
         for exposed in [e for e in self.exposed.values() if e.server == server]:
             name = exposed.state.tool.name
             now = listed.get(name)
@@ -642,11 +633,12 @@ class Proxy:
             del self.exposed[exposed.name]
             self.refused[exposed.name] = f"server {server} restarted, and {name} {why}"
             log.warning("no longer offered: %s", self.refused[exposed.name])
+            if name == tool:
+                withdrawn = self.refused[exposed.name]
         status.record(self.status_dir, server, listing)
-        if not any(e.server == server and e.state.tool.name == tool for e in self.exposed.values()):
+        if withdrawn:
             await upstream.close()
-            why = next((r for n, r in self.refused.items() if n.endswith(tool)), tool)
-            raise RuntimeError(why)
+            raise RuntimeError(withdrawn)
         self.upstreams[server] = upstream
         return upstream
 
