@@ -20,7 +20,6 @@ close a notification whose button was pressed.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
@@ -31,6 +30,8 @@ from dbus_fast import BusType, DBusError, ErrorType, NameFlag, RequestNameReply
 from dbus_fast.aio import MessageBus
 from dbus_fast.annotations import DBusDict, DBusInt32, DBusSignature, DBusStr, DBusUInt32
 from dbus_fast.service import ServiceInterface, dbus_method, dbus_signal
+
+from tests.app.bus_thread import BusThread
 
 NAME = "org.freedesktop.Notifications"
 PATH = "/org/freedesktop/Notifications"
@@ -117,41 +118,20 @@ class _Interface(ServiceInterface):
         return [id, reason]
 
 
-class NotificationService:
+class NotificationService(BusThread):
     """Owns ``org.freedesktop.Notifications`` on the session bus while in its ``with``."""
 
     def __init__(self, *, refuse: int = 0, markup: bool = False) -> None:
+        super().__init__("the fake notification service")
         self.refuse = refuse  # answer this many Notify calls with an error, as a broken daemon
         self.markup = markup  # advertise body-markup
         self.shown: list[Shown] = []
         self.closed: list[tuple[int, int]] = []
         self._lock = threading.Lock()
         self._next_id = 1
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._interface: _Interface | None = None
-        self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="fake-notifications", daemon=True)
 
     # --- the test's side ----------------------------------------------------------------
-
-    def __enter__(self) -> NotificationService:
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("the fake notification service did not start within 10 s")
-        if self._error is not None:
-            self._thread.join(10)
-            raise RuntimeError(f"the fake notification service did not start: {self._error}")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        loop, stop = self._loop, self._stop
-        if loop is not None and stop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(stop.set)
-        self._thread.join(10)
-        if self._thread.is_alive():
-            raise RuntimeError("the fake notification service did not stop within 10 s")
 
     def snapshot(self) -> list[Shown]:
         with self._lock:
@@ -195,16 +175,8 @@ class NotificationService:
             )
         return notification_id
 
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._serve())
-        except BaseException as e:  # reported to the thread that waits in __enter__
-            self._error = e
-            self._ready.set()
-
     async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
+        assert self._stop is not None
         bus = await MessageBus(bus_type=BusType.SESSION).connect()
         try:
             self._interface = _Interface(self)

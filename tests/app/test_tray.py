@@ -197,3 +197,19 @@ def test_menu_labels_are_written_for_the_tray_that_draws_them(
     tray._rebuild()
     assert f"srv/push (remote__mutation) fingerprint {fingerprint}" in _texts(tray)
     assert approval.id
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["not json", "[1, 2]", '{"owner": ":1.9", "ids": {"a": true}}', '{"ids": {"a": -4}}'],
+)
+def test_a_tampered_list_of_shown_notifications_closes_nothing(
+    tmp_path: Path, written: str, qtbot
+) -> None:
+    """The file of ids a dead app left is written behind Signoff's back: no id from it that is
+    not a positive integer given by the same daemon connection is ever closed."""
+    from app.notifier import Notifier
+
+    shown = tmp_path / "notifications.json"
+    shown.write_text(written)
+    assert Notifier(None, native=False, shown_file=shown)._load() == {}

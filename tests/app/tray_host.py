@@ -24,6 +24,8 @@ from dbus_fast.aio import MessageBus
 from dbus_fast.annotations import DBusBool, DBusInt32, DBusSignature, DBusStr
 from dbus_fast.service import ServiceInterface, dbus_method, dbus_property, dbus_signal
 
+from tests.app.bus_thread import BusThread
+
 WATCHER = "org.kde.StatusNotifierWatcher"
 WATCHER_PATH = "/StatusNotifierWatcher"
 ITEM_PATH = "/StatusNotifierItem"
@@ -63,38 +65,17 @@ class _Watcher(ServiceInterface):
         return service
 
 
-class TrayHost:
+class TrayHost(BusThread):
     """Connected to the bus at ``address`` while in its ``with``; owns the watcher's name when
     ``watch``."""
 
     def __init__(self, address: str, *, watch: bool = True) -> None:
+        super().__init__("the tray host")
         self.address = address
         self.watch = watch
         self.items: list[str] = []
         self._item = threading.Event()
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._bus: MessageBus | None = None
-        self._stop: asyncio.Event | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="tray-host", daemon=True)
-
-    def __enter__(self) -> TrayHost:
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("the tray host did not connect within 10 s")
-        if self._error is not None:
-            self._thread.join(10)
-            raise RuntimeError(f"the tray host did not start: {self._error}")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        loop, stop = self._loop, self._stop
-        if loop is not None and stop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(stop.set)
-        self._thread.join(10)
-        if self._thread.is_alive():
-            raise RuntimeError("the tray host did not stop within 10 s")
 
     # --- the test's side ----------------------------------------------------------------
 
@@ -166,16 +147,8 @@ class TrayHost:
             found.append(name)
         return found
 
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._serve())
-        except BaseException as e:  # reported to the thread that waits in __enter__
-            self._error = e
-            self._ready.set()
-
     async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
+        assert self._stop is not None
         bus = self._bus = await MessageBus(bus_address=self.address).connect()
         try:
             if self.watch:
