@@ -93,6 +93,8 @@ class Notifier(QObject):
         self.shown_file = shown_file
         self.shown: dict[str, int] = {}  # approval id -> the daemon's notification id
         self._withdrawn: dict[int, str] = {}  # a press on one still says which request it was
+        self._in_flight: set[str] = set()  # sends not answered yet
+        self._gone: set[str] = set()  # withdrawn while their send was in flight
         self._native: Freedesktop | _Centre | None = None
         if native:
             self._native = _Centre(self) if sys.platform in ("darwin", "win32") else Freedesktop(
@@ -115,10 +117,12 @@ class Notifier(QObject):
 
     def showing(self) -> set[str]:
         """The requests with a notification or a popup on the screen."""
-        return set(self.shown) | set(self._popups)
+        return set(self.shown) | set(self._popups) | self._in_flight
 
     def withdraw(self, approval_id: str) -> None:
         """The request is no longer pending: its notification and popup go (rule 4)."""
+        if approval_id in self._in_flight:  # taken off as soon as its send is answered
+            self._gone.add(approval_id)
         popup = self._popups.pop(approval_id, None)
         if popup is not None:
             popup.close()
@@ -147,6 +151,16 @@ class Notifier(QObject):
         task.add_done_callback(self._tasks.discard)
 
     async def _send_native(self, p: Pending) -> None:
+        self._in_flight.add(p.id)
+        try:
+            await self._send_native_now(p)
+        finally:
+            self._in_flight.discard(p.id)
+        if p.id in self._gone:  # decided elsewhere while it was being sent
+            self._gone.discard(p.id)
+            self.withdraw(p.id)
+
+    async def _send_native_now(self, p: Pending) -> None:
         message = message_of(p)
         async with self._sending:
             for delay in (*RETRIES, None):

@@ -20,6 +20,7 @@ close a notification whose button was pressed.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -79,7 +80,7 @@ class _Interface(ServiceInterface):
         self.service = service
 
     @dbus_method()
-    def Notify(  # the protocol's names
+    async def Notify(  # the protocol's names
         self,
         app_name: DBusStr,
         replaces_id: DBusUInt32,
@@ -93,6 +94,10 @@ class _Interface(ServiceInterface):
         if self.service.refuse:
             self.service.refuse -= 1
             raise DBusError(ErrorType.FAILED, "this notification service refuses this Notify")
+        held = self.service.hold
+        if held is not None:  # a slow daemon: the answer waits until the test releases it
+            self.service.holding.set()
+            await asyncio.to_thread(held.wait, 30)
         return self.service._record(app_name, summary, body, actions)
 
     @dbus_method()
@@ -125,6 +130,8 @@ class NotificationService(BusThread):
         super().__init__("the fake notification service")
         self.refuse = refuse  # answer this many Notify calls with an error, as a broken daemon
         self.markup = markup  # advertise body-markup
+        self.hold: threading.Event | None = None  # set: each Notify is answered only once set
+        self.holding = threading.Event()  # a Notify is being held
         self.shown: list[Shown] = []
         self.closed: list[tuple[int, int]] = []
         self._lock = threading.Lock()

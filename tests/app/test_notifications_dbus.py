@@ -493,6 +493,30 @@ def test_a_request_decided_from_the_terminal_takes_its_notification_off_and_its_
 
 
 @pytest.mark.guarantee("G-APP-1")
+def test_a_request_decided_while_its_notification_is_being_sent_is_taken_off_once_shown(
+    service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps
+) -> None:
+    service.hold = threading.Event()  # the daemon answers Notify only when told
+
+    async def scenario() -> None:
+        tray = apps.start()
+        held = HeldCall(rig, "write_note", {"text": "decided mid-send"})
+        try:
+            await until(service.holding.is_set, "the app's Notify, held by the daemon")
+            [waiting] = rig.pending()
+            await asyncio.to_thread(rig.signoff, "reject", waiting["id"])
+            assert "rejected" in await held.wait()
+            await until(lambda: not tray.model.pending, "the app to see it decided")
+            service.hold.set()  # the daemon answers now: the notification is on the screen
+            [shown] = await until(service.snapshot, "the Notify answered")
+            await until(lambda: (shown.id, 3) in service.closed, "the notification taken off")
+        finally:
+            held.join()
+
+    run(loop, scenario, apps)
+
+
+@pytest.mark.guarantee("G-APP-1")
 def test_approve_on_the_notification_leaves_no_live_dialog_behind(
     service: NotificationService, loop: qasync.QEventLoop, rig: Rig, apps: Apps, notes: Path
 ) -> None:
