@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.records import ApprovalView
 from core.store import Store
 from core.tools import SideEffect, Tool
 from core.transitions import CallLabel
-from tests.core.gatekit import make_gate
+from tests.core.gatekit import FakeClock, make_gate
 
 TOOLS = [
     Tool(name, f"{name} something", {"type": "object"}, side_effect, lambda args: "done")
@@ -23,7 +25,10 @@ TOOLS = [
 
 def make_pending(store: Store, tool: str = "push", arguments: dict | None = None,
                  run_id: str = "r1") -> ApprovalView:  # fmt: skip
-    gate = make_gate(store, TOOLS, new_id=lambda: f"ap-{run_id}")
+    # Stamped now, as a proxy stamps them: a tray's sweeper expires a request older than a day
+    # by the wall clock (core/sweep.py rule 2), and FakeClock's fixed date is in the past.
+    clock = FakeClock(now=datetime.now(UTC))
+    gate = make_gate(store, TOOLS, clock=clock, new_id=lambda: f"ap-{run_id}")
     session = gate.begin(run_id, "goal", call=CallLabel("srv", tool, "k" * 64))
     step = session.step()
     verdict = step.propose(Decision.tool_call(tool, arguments or {"n": 7}))

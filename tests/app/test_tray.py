@@ -48,6 +48,7 @@ def test_a_pending_approval_is_notified_once_even_after_a_restart(
     assert len(tray.notifier.sent) == 1
     again = TrayApp(store, MemoryHeadStore(), home, native=False)
     again.start()
+    assert again.model.state == "pending"  # still waiting (not expired by its start's sweep)
     assert again.notifier.sent == []
     again.stop()
 
