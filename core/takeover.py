@@ -15,19 +15,17 @@ Rules (decisions 0009 and 0010):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core import approvals, canonical, effects, transitions
 from core.errors import RunLeased
+from core.gate_parts import GateParts
 from core.lease import is_live
 from core.records import ApprovalView, RunView, StepView, read_run, read_steps
 from core.verdicts import INTERRUPTED_REASON, OPEN_STEPS, Verdict, VerdictOutcome, copy_request
 
-if TYPE_CHECKING:
-    from core.gate import Gate
 
-
-def take_over(gate: Gate, run: RunView) -> Verdict | None:
+def take_over(gate: GateParts, run: RunView) -> Verdict | None:
     """Take over a run whose lease expired, settling the steps its last owner left open.
 
     A deciding step is marked interrupted. An executing step of a read-only or idempotent
@@ -100,7 +98,7 @@ def take_over(gate: Gate, run: RunView) -> Verdict | None:
     return Verdict(outcome, final, None, waiting_on, reason)
 
 
-def settle(gate: Gate, step: StepView) -> tuple[str, Any]:
+def settle(gate: GateParts, step: StepView) -> tuple[str, Any]:
     """What a takeover does with a step left open: (action, what to record)."""
     if step.status == "deciding":
         return "interrupt", None
@@ -124,7 +122,7 @@ def settle(gate: Gate, step: StepView) -> tuple[str, Any]:
     return "pause", {"answer": "unknown", "result": None}
 
 
-def recorded_spec(gate: Gate, step: StepView) -> dict[str, Any]:
+def recorded_spec(gate: GateParts, step: StepView) -> dict[str, Any]:
     with gate.store.snapshot() as conn:
         row = conn.execute(
             "SELECT spec FROM tool_specs WHERE hash = ?", (step.tool_spec_hash,)
