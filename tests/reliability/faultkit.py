@@ -19,47 +19,20 @@ import socket
 import sqlite3
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any, TypeVar
 
-import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import SIGNOFF, need
 from tests.proxy.test_hostile import Fake
+from tests.waiting import WAIT, until, wait_for
 
 T = TypeVar("T")
-WAIT = 20.0  # seconds: the most any one thing may take to happen
-
-
-# --- waiting -------------------------------------------------------------------------------
-
-
-def wait_for(probe: Callable[[], T], what: str, timeout: float = WAIT) -> T:
-    """Poll ``probe`` until it returns something truthy; fail naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.02)
-
-
-async def until(probe: Callable[[], T], what: str, timeout: float = WAIT) -> T:
-    """``wait_for`` on a running event loop."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        await anyio.sleep(0.02)
+__all__ = ["WAIT", "until", "wait_for"]  # the waits, for the suites that import them from here
 
 
 # --- a small disk --------------------------------------------------------------------------
