@@ -32,7 +32,13 @@ TIMINGS = {
     ),
     "call_timeout_seconds": (
         "Call timeout", configuration.DEFAULT_CALL_TIMEOUT,
-        "a server taking longer has an unknown outcome, which waits for you",
+        "a server taking longer is told the call is cancelled (a server's or tool's own"
+        " timeout, set with signoff settings --server, comes first)",
+    ),
+    "cancel_grace_seconds": (
+        "Answer awaited after a cancel", configuration.DEFAULT_CANCEL_GRACE,
+        "an answer the server still sends in this time is recorded; without one the outcome"
+        " is unknown, and waits for you",
     ),
     "grant_ttl_seconds": (
         "Approval lapses after", configuration.DEFAULT_GRANT_TTL,

@@ -229,6 +229,11 @@ class UpstreamTimeout(UpstreamError):
     """The server did not answer within the time allowed."""
 
 
+class UpstreamCancelled(UpstreamError):
+    """The host cancelled a call in flight; the server was told, and sent no answer within the
+    grace period: the server may have acted on it."""
+
+
 class UpstreamProtocolError(UpstreamError):
     """The server sent something that is not the MCP it claims to speak."""
 

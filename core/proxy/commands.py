@@ -22,7 +22,8 @@ from core.proxy import config as configuration
 from core.proxy import manage, status, wake
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.proxy.pins import evaluate, read_listing
-from core.proxy.server import START_TIMEOUT, serve
+from core.proxy.server import serve
+from core.proxy.servers import START_TIMEOUT
 from core.records import pending_requests, read_approval
 from core.store import Store
 from core.tools import SideEffect
@@ -111,6 +112,10 @@ def register(commands: Any) -> None:
 
     p = commands.add_parser("settings", help="show the settings, or set one: NAME VALUE|default")
     p.add_argument("setting", nargs="*", metavar="NAME VALUE")
+    p.add_argument("--server", metavar="NAME",
+                   help="call_timeout_seconds for this server's calls only")  # fmt: skip
+    p.add_argument("--tool", metavar="TOOL",
+                   help="call_timeout_seconds for this tool only (with --server)")  # fmt: skip
     p.set_defaults(func=settings)
 
     p = commands.add_parser("proxy", help="serve the named servers to an MCP host over stdio")
@@ -437,6 +442,20 @@ def policy(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _own_timeout(server: str | None, tool: str | None, name: str, text: str) -> int:
+    """``settings call_timeout_seconds VALUE --server S [--tool T]``."""
+    if name != "call_timeout_seconds" or not server:
+        return _error("--server (and --tool) set call_timeout_seconds only, and --tool needs"
+                      " --server")  # fmt: skip
+    try:
+        seconds = None if text == "default" else float(text)
+    except ValueError:
+        return _error(f"{name} takes a number of seconds, not {text!r}", "ConfigError")
+    where = f"{server}/{tool}" if tool else server
+    return _apply(lambda p: manage.set_call_timeout(p, seconds, server, tool),
+                  f"{name} for {where} = {text}")  # fmt: skip
+
+
 def settings(args: argparse.Namespace) -> int:
     path = paths.config_path()
     names = (*manage.TIMINGS, "notifications")
@@ -451,6 +470,8 @@ def settings(args: argparse.Namespace) -> int:
     if len(args.setting) != 2 or args.setting[0] not in names:
         return _error(f"usage: signoff settings NAME VALUE|default (NAME: {', '.join(names)})")
     name, text = args.setting
+    if args.server or args.tool:
+        return _own_timeout(args.server, args.tool, name, text)
     value: Any = None
     if text != "default":
         try:

@@ -3,7 +3,8 @@
 ```toml
 hold_seconds = 5                 # how long a call needing approval is held before "pending"
 duplicate_window_seconds = 600   # an identical mutating call within this waits for the operator
-call_timeout_seconds = 60        # an upstream call taking longer has an unknown outcome
+call_timeout_seconds = 60        # an upstream call taking longer is cancelled (see below)
+cancel_grace_seconds = 10        # a cancelled call's answer is still awaited and recorded
 grant_ttl_seconds = 3600         # a granted approval not executed within this lapses ("never")
 notifications = "each"           # each: a notification per approval; tray: the tray icon only
 
@@ -15,6 +16,7 @@ local_mutation = "approve"
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
 env = ["HOME_NOTES"]             # names of variables passed through; values are never stored
+call_timeout_seconds = 120       # this server's calls (a tool's own setting comes first)
 
 [servers.fs.tools.write_file]
 class = "local_mutation"         # read_only, local_mutation, remote_mutation, destructive
@@ -23,7 +25,12 @@ policy = "approve"               # overrides the class's rule for this tool
 fixed = { mode = "0644" }        # set by the proxy, hidden from the model
 deny = ["follow_symlinks"]       # removed from the schema; a call setting it fails
 overrule_annotations = false     # true: keep the class even if the server's hints disagree
+call_timeout_seconds = 600       # this tool's calls
 ```
+
+A call past its timeout, or one the host cancelled, is cancelled at the server
+(``notifications/cancelled``) and its answer awaited for ``cancel_grace_seconds`` more: an
+answer in that time is the call's recorded result; without one the outcome is unknown.
 
 Unknown keys and bad values are refused with ``ConfigError`` naming the file, the line and the
 key; so is a file that is not UTF-8 TOML, and a fixed value with no exact JSON form (a date, a
@@ -57,6 +64,7 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_HOLD = 5.0
 DEFAULT_DUPLICATE_WINDOW = 600.0
 DEFAULT_CALL_TIMEOUT = 60.0
+DEFAULT_CANCEL_GRACE = 10.0
 DEFAULT_GRANT_TTL = 3600.0
 NEVER = "never"  # grant_ttl_seconds: a granted approval never lapses
 NOTIFICATIONS = ("each", "tray")  # the first is the default
@@ -70,6 +78,7 @@ class ToolConfig:
     fixed: dict[str, JSONValue] = field(default_factory=dict)
     deny: tuple[str, ...] = ()
     overrule_annotations: bool = False
+    call_timeout_seconds: float | None = None  # None: the server's
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,7 @@ class ServerConfig:
     args: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
     tools: dict[str, ToolConfig] = field(default_factory=dict)
+    call_timeout_seconds: float | None = None  # None: the top-level setting
 
 
 @dataclass(frozen=True)
@@ -88,8 +98,19 @@ class Config:
     hold_seconds: float = DEFAULT_HOLD
     duplicate_window_seconds: float = DEFAULT_DUPLICATE_WINDOW
     call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT
+    cancel_grace_seconds: float = DEFAULT_CANCEL_GRACE
     grant_ttl_seconds: float | None = DEFAULT_GRANT_TTL  # None: never lapses
     notifications: str = NOTIFICATIONS[0]
+
+    def call_timeout(self, server: str, tool: str) -> float:
+        """The tool's own timeout, else its server's, else the top-level one."""
+        entry = self.servers.get(server)
+        spec = entry.tools.get(tool) if entry is not None else None
+        for value in (getattr(spec, "call_timeout_seconds", None),
+                      getattr(entry, "call_timeout_seconds", None)):  # fmt: skip
+            if value is not None:
+                return float(value)
+        return self.call_timeout_seconds
 
     def policy(self) -> ConfigPolicy:
         """The policy: per class, and per tool under the gate's name ``server/tool``."""
@@ -193,8 +214,8 @@ def _parse_toml(path: Path, text: str) -> tomlkit.TOMLDocument:
 
 def parse(document: dict[str, Any], where: _Where) -> Config:
     top = {
-        "hold_seconds", "duplicate_window_seconds", "call_timeout_seconds", "grant_ttl_seconds",
-        "notifications", "policy", "servers",
+        "hold_seconds", "duplicate_window_seconds", "call_timeout_seconds",
+        "cancel_grace_seconds", "grant_ttl_seconds", "notifications", "policy", "servers",
     }  # fmt: skip
     _known(document, top, (), where)
     classes: dict[SideEffect, Rule] = {}
@@ -217,6 +238,9 @@ def parse(document: dict[str, Any], where: _Where) -> Config:
         call_timeout_seconds=_seconds(
             document, "call_timeout_seconds", DEFAULT_CALL_TIMEOUT, where
         ),
+        cancel_grace_seconds=_seconds(
+            document, "cancel_grace_seconds", DEFAULT_CANCEL_GRACE, where
+        ),
         grant_ttl_seconds=_grant_ttl(document, where),
         notifications=notifications,
     )
@@ -227,7 +251,7 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
     if not SERVER_NAME.fullmatch(name):
         raise where.error(key, "a server name is letters, digits, '-' and '_' (at most 32)")
     table = _table(raw, key, where)
-    _known(table, {"command", "args", "env", "tools"}, key, where)
+    _known(table, {"command", "args", "env", "tools", "call_timeout_seconds"}, key, where)
     command = table.get("command")
     if not isinstance(command, str) or not command:
         raise where.error((*key, "command"), "the command to start the server is required")
@@ -240,12 +264,15 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
         tool: _tool(raw_tool, (*key, "tools", tool), where)
         for tool, raw_tool in _table(table.get("tools", {}), (*key, "tools"), where).items()
     }
-    return ServerConfig(name, command, tuple(args), tuple(env), tools)
+    timeout = _own_timeout(table, key, where)
+    return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout)
 
 
 def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
     table = _table(raw, key, where)
-    _known(table, {"class", "pin", "policy", "fixed", "deny", "overrule_annotations"}, key, where)
+    known = {"class", "pin", "policy", "fixed", "deny", "overrule_annotations",
+             "call_timeout_seconds"}  # fmt: skip
+    _known(table, known, key, where)
     side_effect = None
     if "class" in table:
         side_effect = _enum(SideEffect, table["class"], (*key, "class"), where, "a class")
@@ -271,7 +298,21 @@ def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
     both = set(fixed) & set(deny)
     if both:
         raise where.error(key, f"{sorted(both)} cannot be both fixed and denied")
-    return ToolConfig(side_effect, pin, policy, dict(fixed), tuple(deny), overrule)
+    timeout = _own_timeout(table, key, where)
+    return ToolConfig(side_effect, pin, policy, dict(fixed), tuple(deny), overrule, timeout)
+
+
+def _own_timeout(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> float | None:
+    """A server's or a tool's own call timeout: above 0 (a call cannot finish in 0 s), or
+    absent for the one above it."""
+    if "call_timeout_seconds" not in table:
+        return None
+    value = table["call_timeout_seconds"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 86_400:
+        raise where.error(
+            (*key, "call_timeout_seconds"), "a number of seconds above 0, up to 86400"
+        )
+    return float(value)
 
 
 def _known(table: dict[str, Any], known: set[str], key: tuple[str, ...], where: _Where) -> None:

@@ -28,7 +28,8 @@ from core.proxy.pins import ListedTool
 from core.store import Store, utc_now
 from core.tools import SideEffect
 
-TIMINGS = ("hold_seconds", "duplicate_window_seconds", "call_timeout_seconds", "grant_ttl_seconds")
+TIMINGS = ("hold_seconds", "duplicate_window_seconds", "call_timeout_seconds",
+           "cancel_grace_seconds", "grant_ttl_seconds")  # fmt: skip
 
 
 def _servers(editor: Editor) -> Any:
@@ -156,6 +157,18 @@ def set_tool(
         _put(table, "deny", deny or None)
     if "overrule_annotations" in settings:
         _put(table, "overrule_annotations", True if settings["overrule_annotations"] else None)
+    return editor.save()
+
+
+def set_call_timeout(
+    path: Path, seconds: float | None, server: str, tool: str | None = None
+) -> Config:
+    """A server's or (``tool``) a tool's own call timeout; None returns it to the one above."""
+    editor = Editor(path)
+    if server not in _servers(editor):
+        raise ConfigError(f"no server {server}")
+    table = _tool_table(editor, server, tool) if tool else editor.table("servers", server)
+    _put(table, "call_timeout_seconds", seconds)
     return editor.save()
 
 

@@ -13,8 +13,11 @@ the proxy needs itself (initialize, tools/list, tools/call, ping) as newline-del
   are not JSON are logged and skipped, never trusted; ``notifications/tools/list_changed`` is
   logged and ignored (the tool set is fixed at start); requests from the server are answered
   "method not found", except ping.
-- A server that exits fails every call in flight with ``UpstreamGone``; one that does not answer
-  within the timeout fails it with ``UpstreamTimeout``. A request that could not be written
+- A server that exits fails every call in flight with ``UpstreamGone``. A call not answered
+  within its timeout, or one the host cancelled, is cancelled at the server
+  (``notifications/cancelled``) and its answer awaited ``grace`` seconds more: an answer in that
+  time is the call's answer (the server acted; its result is not lost); without one the call
+  fails with ``UpstreamTimeout`` or ``UpstreamCancelled``. A request that could not be written
   (the server was already gone, noticed or not) fails with ``UpstreamNotDelivered``: a server
   acts on whole lines only, so it was never made.
 """
@@ -27,10 +30,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from core.errors import (
     UpstreamAnswerUnreadable,
+    UpstreamCancelled,
     UpstreamError,
     UpstreamGone,
     UpstreamNotDelivered,
@@ -39,6 +43,15 @@ from core.errors import (
     UpstreamTimeout,
 )
 from core.proxy.config import ServerConfig
+
+
+class Cancelled(Protocol):
+    """An event the host's cancellation sets (an ``anyio.Event`` or ``asyncio.Event``)."""
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> Any: ...
+
 
 MAX_LINE = 8 * 1024 * 1024
 PROTOCOL_VERSION = "2025-06-18"
@@ -137,15 +150,37 @@ class Upstream:
         raise UpstreamProtocolError(f"server {self.server.name}: a listing of over 100 pages")
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        *,
+        grace: float = 0.0,
+        cancelled: Cancelled | None = None,
     ) -> dict[str, Any]:
+        """``cancelled``: set when the host cancels the call (the server is then told)."""
         result, _ = await self.request(
-            "tools/call", {"name": name, "arguments": arguments}, timeout
-        )
+            "tools/call", {"name": name, "arguments": arguments}, timeout,
+            grace=grace, cancelled=cancelled,
+        )  # fmt: skip
         return result
 
+    async def answers_ping(self, timeout: float) -> bool:
+        """Whether the server still answers: one that does keeps its session state."""
+        try:
+            await self.request("ping", {}, timeout)
+        except UpstreamError:
+            return False
+        return True
+
     async def request(
-        self, method: str, params: dict[str, Any], timeout: float
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float,
+        *,
+        grace: float = 0.0,
+        cancelled: Cancelled | None = None,
     ) -> tuple[dict[str, Any], bytes]:
         if self._gone is not None:
             raise UpstreamNotDelivered(f"{self._gone}; {method} was not sent")
@@ -164,14 +199,48 @@ class Upstream:
                 if future.done() and not future.cancelled():
                     future.exception()  # failed by _fail; raised here instead
                 raise UpstreamNotDelivered(f"{e}; {method} was not sent") from None
-            try:
-                return await asyncio.wait_for(asyncio.shield(future), timeout)
-            except TimeoutError:
-                raise UpstreamTimeout(
-                    f"server {self.server.name} did not answer {method} within {timeout:g} s"
-                ) from None
+            return await self._answer(future, request_id, method, timeout, grace, cancelled)
         finally:
             self._pending.pop(request_id, None)
+
+    async def _answer(
+        self,
+        future: asyncio.Future[tuple[dict[str, Any], bytes]],
+        request_id: int,
+        method: str,
+        timeout: float,
+        grace: float,
+        cancelled: Cancelled | None,
+    ) -> tuple[dict[str, Any], bytes]:
+        """The answer to a request sent: by ``timeout``, or once ``cancelled`` is set, the
+        server is told the request is cancelled, and an answer within ``grace`` more is still
+        the answer."""
+        watch = asyncio.ensure_future(cancelled.wait()) if cancelled is not None else None
+        try:
+            await asyncio.wait([future, *([watch] if watch else [])], timeout=timeout,
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        finally:
+            if watch is not None:
+                watch.cancel()
+        if future.done():
+            return future.result()
+        by_host = cancelled is not None and cancelled.is_set()
+        if method != "tools/call":  # initialize is never cancelled; a listing is just retried
+            raise UpstreamTimeout(
+                f"server {self.server.name} did not answer {method} within {timeout:g} s"
+            )
+        why = "the host cancelled it" if by_host else f"no answer within {timeout:g} s"
+        with contextlib.suppress(UpstreamError):  # gone: the future says so
+            await self._send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                              "params": {"requestId": request_id, "reason": why}})  # fmt: skip
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), grace)
+        except TimeoutError:
+            error = UpstreamCancelled if by_host else UpstreamTimeout
+            raise error(
+                f"server {self.server.name}: {method} cancelled ({why}), and no answer came"
+                f" within {grace:g} s more"
+            ) from None
 
     async def close(self) -> None:
         process = self._process

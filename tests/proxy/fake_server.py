@@ -10,7 +10,13 @@ SCRIPT holds:
   "write_then_hang"} (default ok): "die", "oversize", "not_object" and "write_then_hang"
   perform write_note first, then die, answer with a line over 8 MiB, answer a result that is
   not an object, or never answer,
-  "list_changed": true to send notifications/tools/list_changed after listing.
+  "list_changed": true to send notifications/tools/list_changed after listing,
+  "late": write_note acts, then answers after "delay" seconds (default 2) whether or not the
+  call was cancelled meanwhile; "cancellable": write_note acts, then waits "delay" seconds
+  for a cancellation, and answers only when none came; both keep reading requests meanwhile
+  (ping is answered),
+  "cancels": a file each notifications/cancelled received is appended to (its params as JSON),
+  "starts": a file a line is appended to at each initialize (how often the server started).
 Tools it answers: read_note (returns the notes), write_note(text) (appends), anything else
 echoes its arguments.
 """
@@ -20,18 +26,40 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
+_writing = threading.Lock()  # answers of slow calls come from their own threads
+_cancelled: dict[object, threading.Event] = {}
+
 
 def send(obj: object) -> None:
-    sys.stdout.buffer.write(json.dumps(obj).encode() + b"\n")
-    sys.stdout.buffer.flush()
+    send_raw(json.dumps(obj).encode())
 
 
 def send_raw(data: bytes) -> None:
-    sys.stdout.buffer.write(data + b"\n")
-    sys.stdout.buffer.flush()
+    with _writing:
+        sys.stdout.buffer.write(data + b"\n")
+        sys.stdout.buffer.flush()
+
+
+def append(path: str | None, line: str) -> None:
+    if path:
+        with Path(path).open("a") as f:
+            f.write(line + "\n")
+
+
+def answer_text(mid: object, text: str) -> None:
+    send({"jsonrpc": "2.0", "id": mid,
+          "result": {"content": [{"type": "text", "text": text}], "isError": False}})  # fmt: skip
+
+
+def slow(mid: object, text: str, delay: float, cancellable: bool) -> None:
+    """Answers after ``delay`` s; a cancellable call told it is cancelled never answers."""
+    if _cancelled[mid].wait(delay) and cancellable:
+        return
+    answer_text(mid, f"wrote {text!r}")
 
 
 def main() -> None:
@@ -40,9 +68,15 @@ def main() -> None:
     for line in sys.stdin.buffer:
         message = json.loads(line)
         method, mid = message.get("method"), message.get("id")
+        if method == "notifications/cancelled":
+            params = message.get("params") or {}
+            append(script.get("cancels"), json.dumps(params))
+            _cancelled.setdefault(params.get("requestId"), threading.Event()).set()
+            continue
         if mid is None:
             continue
         if method == "initialize":
+            append(script.get("starts"), str(os.getpid()))
             send(
                 {
                     "jsonrpc": "2.0",
@@ -87,6 +121,13 @@ def main() -> None:
                     + b"x" * (9 << 20)
                     + b'"}]}}'
                 )
+                continue
+            if behaviour in ("late", "cancellable") and name == "write_note":
+                append(str(notes), args.get("text", ""))
+                _cancelled.setdefault(mid, threading.Event())
+                delay = float(script.get("delay", 2))
+                threading.Thread(target=slow, args=(mid, args.get("text", ""), delay,
+                                 behaviour == "cancellable"), daemon=True).start()  # fmt: skip
                 continue
             if behaviour == "not_object":
                 send({"jsonrpc": "2.0", "id": mid, "result": "done"})

@@ -263,3 +263,35 @@ def test_setting_a_grant_ttl_of_zero_is_refused_and_the_file_kept(tmp_path: Path
     assert path.read_text() == GOOD
     assert manage.set_setting(path, "grant_ttl_seconds", NEVER).grant_ttl_seconds is None
     assert 'grant_ttl_seconds = "never"' in path.read_text()
+
+
+def test_a_tools_call_timeout_comes_before_its_servers_and_the_top_level_one(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, GOOD)
+    config = load(path)
+    assert config.call_timeout("fs", "write_file") == 30  # the top-level one
+    config = manage.set_call_timeout(path, 120, "fs")
+    assert config.call_timeout("fs", "write_file") == 120
+    assert config.call_timeout("fs", "read_file") == 120
+    config = manage.set_call_timeout(path, 7.5, "fs", "write_file")
+    assert (config.call_timeout("fs", "write_file"), config.call_timeout("fs", "read_file")) == (
+        7.5, 120
+    )  # fmt: skip
+    assert config.call_timeout("elsewhere", "write_file") == 30
+    config = manage.set_call_timeout(path, None, "fs", "write_file")
+    assert config.call_timeout("fs", "write_file") == 120
+    assert "# Signoff: my servers. Keep this comment." in path.read_text()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "86401", "true", '"soon"'])
+def test_a_servers_or_tools_own_call_timeout_must_be_seconds_above_zero(
+    tmp_path: Path, value: str
+) -> None:
+    for table in ("[servers.fs]", "[servers.fs.tools.write_file]"):
+        text = GOOD.replace(table, f"{table}\ncall_timeout_seconds = {value}", 1)
+        assert "call_timeout_seconds: a number of seconds above 0" in refusal(write(tmp_path, text))
+    kept = write(tmp_path, GOOD)
+    with pytest.raises(ConfigError):
+        manage.set_call_timeout(kept, 0, "fs", "write_file")
+    assert kept.read_text() == GOOD

@@ -545,7 +545,7 @@ def test_a_server_dying_mid_call(home: Path) -> None:
 
 @pytest.mark.guarantee("G-PROXY-2")
 def test_a_server_that_never_answers(home: Path) -> None:
-    (home / "config.toml").write_text("call_timeout_seconds = 1\n")
+    (home / "config.toml").write_text("call_timeout_seconds = 1\ncancel_grace_seconds = 1\n")
     ready(
         home, "hostile", listing(READ, WRITE), on_call={"read_note": "hang", "write_note": "hang"}
     )
@@ -572,7 +572,7 @@ def test_a_server_that_never_answers(home: Path) -> None:
             assert not results, "the other calls waited for the hanging server"
 
         assert results["hostile__read_note"].is_error
-        assert "did not answer tools/call within 1 s" in text(results["hostile__read_note"])
+        assert "tools/call cancelled (no answer within 1 s)" in text(results["hostile__read_note"])
         mutation = text(results["hostile__write_note"])
         assert not results["hostile__write_note"].is_error, mutation
         assert mutation.startswith("This call was cut off and may or may not have taken effect")

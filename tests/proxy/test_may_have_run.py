@@ -1,7 +1,8 @@
 """A call that may have taken effect never runs again without the operator, across runs.
 
 A matrix over the causes of an unknown outcome (the server died after acting, answered a line
-over the size limit, answered a result that is not an object, did not answer in time), the
+over the size limit, answered a result that is not an object, did not answer in time, was told
+the host cancelled the call and sent no answer), the
 operator's answer to the ``interrupted_side_effect`` that follows (approve, reject, expire,
 none yet) and the tool's rule (allow, approve). Real subprocesses throughout: ``signoff proxy``
 in front of tests/proxy/fake_server.py, whose notes file is the server's own log of every
@@ -28,16 +29,23 @@ from core.records import PendingRequest, pending_requests
 from core.store import Store
 from core.sweep import sweep
 from tests.proxy.rig import NOTES_TOOLS, Rig, text
+from tests.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee("G-CRASH-1")]
 
-CAUSES = ("die", "oversize", "not_object", "timeout")
+CAUSES = ("die", "oversize", "not_object", "timeout", "cancelled")
+BEHAVIOUR = {"timeout": "write_then_hang", "cancelled": "cancellable"}  # else the cause's name
 ANSWERS = ("approve", "reject", "expire", "none")
 NEVER_RAN = re.compile(r"did not run|has not run|never ran|was refused", re.IGNORECASE)
 
 
 def executions(notes: Path, marker: str) -> int:
     return notes.read_text().splitlines().count(marker) if notes.exists() else 0
+
+
+def running(home: Path) -> bool:
+    with Store.open(home / "signoff.db") as store, store.snapshot() as conn:
+        return conn.execute("SELECT 1 FROM runs WHERE status = 'RUNNING'").fetchone() is not None
 
 
 def waiting(home: Path, marker: str, kind: str) -> PendingRequest:
@@ -64,8 +72,10 @@ def test_an_unknown_outcome_runs_again_only_on_the_operators_approval(
 ) -> None:
     notes = tmp_path / "notes.txt"
     rig = Rig(home)
-    behaviour = "write_then_hang" if cause == "timeout" else cause
-    rig.add_fake("notes", NOTES_TOOLS, notes=str(notes), on_call={"write_note": behaviour})
+    behaviour = BEHAVIOUR.get(cause, cause)
+    rig.add_fake("notes", NOTES_TOOLS, notes=str(notes), on_call={"write_note": behaviour},
+                 delay=60)  # fmt: skip
+    rig.signoff("settings", "cancel_grace_seconds", "1")
     rig.pin("notes")
     rig.classify("notes", read_note="read_only", write_note="local_mutation")
     rig.signoff("policy", "local_mutation", rule)
@@ -74,6 +84,20 @@ def test_an_unknown_outcome_runs_again_only_on_the_operators_approval(
     told: list[str] = []
 
     async def call(host: Any, marker: str) -> str:
+        if cause == "cancelled":  # the host gives up on it once the server acted, then asks again
+            done, answered = executions(notes, marker), len(told)
+            async with anyio.create_task_group() as tg:
+
+                async def first() -> None:
+                    told.append(text(await host.call_tool("write_note", {"text": marker})))
+
+                tg.start_soon(first)
+                await until(lambda: len(told) > answered or executions(notes, marker) > done,
+                            "an answer, or the server acting")  # fmt: skip
+                tg.cancel_scope.cancel()
+            if len(told) > answered:
+                return told[-1]  # answered at once (it waits for the operator): nothing ran
+            await until(lambda: not running(home), "the cancelled call's outcome")
         answer = text(await host.call_tool("write_note", {"text": marker}))
         told.append(answer)
         return answer

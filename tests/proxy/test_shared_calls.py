@@ -115,9 +115,9 @@ def test_two_proxies_making_the_same_call_at_once_begin_one_run(
     async def scenario() -> None:
         async with proxies(config, database, 2) as (first, second):
             # The second proxy looked the call up before the first began its run.
-            looked_up = second._latest_run
+            looked_up = second.recall.latest_run
             stale = [None]
-            second._latest_run = lambda key: stale.pop() if stale else looked_up(key)  # type: ignore[method-assign]
+            second.recall.latest_run = lambda key: stale.pop() if stale else looked_up(key)  # type: ignore[method-assign]
             a = text(await first.call("write_note", args))
             b = text(await second.call("write_note", args))
             assert a.startswith(PENDING) and b.startswith(PENDING)
