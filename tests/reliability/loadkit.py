@@ -55,7 +55,7 @@ INTERNAL = ("database is locked", "StoreBusy", "StoreError", "Traceback", "Lease
             "Internal")  # fmt: skip
 
 # The events of one proxy run, by how it ended (core/transitions.py; the proxy's paths in
-# core/proxy/server.py). Every sequence starts as Gate.begin, Session.step and
+# core/proxy/server.py and recall.py). Every sequence starts as Gate.begin, Session.step and
 # OpenStep.propose write it; an allowed call then runs; one needing approval pauses.
 _PROPOSED = ("run.started", "step.started", "step.decided", "step.policy")
 _EXECUTED = ("step.tool_started", "step.observed", "run.ended", "run.collected")
