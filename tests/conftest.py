@@ -126,3 +126,23 @@ def gate_store(home: Path) -> Iterator[Store]:
         yield s
         check_completeness(s)
         check_consistency(s)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--guarantee", action="append", default=[], metavar="ID",
+        help="run only the tests that back this claim of docs/guarantees.md (repeatable)",
+    )  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = set(config.getoption("--guarantee"))
+    if not wanted:
+        return
+    keep, drop = [], []
+    for item in items:
+        ids = {m.args[0] for m in item.iter_markers("guarantee") if m.args}
+        (keep if ids & wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sqlite3
 
 import pytest
 
 from core import canonical
-from core.approvals import approve, reject, request_hash, request_value
+from core.approvals import approve, reject
 from core.decisions import Decision
 from core.errors import (
     ApprovalExpired,
@@ -45,13 +46,29 @@ def _set_arguments(store: Store, text: str) -> None:
     conn.close()
 
 
+# The push tool's spec and the pending request, in their RFC 8785 form written out by hand
+# (keys sorted, no white space), so the hashes below owe nothing to the code under test.
+PUSH_SPEC = (
+    b'{"description":"push the counter","idempotent":false,"input_schema":'
+    b'{"additionalProperties":false,"properties":{"n":{"type":"integer"}},"required":["n"],'
+    b'"type":"object"},"name":"push","side_effect":"remote_mutation","terminal":false}'
+)
+PUSH_SPEC_HASH = hashlib.sha256(PUSH_SPEC).hexdigest()
+PUSH_REQUEST = (
+    b'{"arguments":{"n":7},"kind":"remote_mutation","run":"r","step":0,"tool":"push",'
+    b'"tool_spec":"' + PUSH_SPEC_HASH.encode() + b'"}'
+)
+
+
+@pytest.mark.guarantee("G-GATE-1")
 def test_the_approval_hash_is_over_the_canonical_request(gate_store: Store) -> None:
+    """The hash binds the tool as specified, its arguments, the run, the step and the kind."""
     g, approval, _, _ = _pending(gate_store)
-    spec_hash = g.tools["push"].spec_hash
-    expected = request_value(spec_hash=spec_hash, tool="push", arguments={"n": 7},
-                             run_id="r", step=0, kind="remote_mutation")  # fmt: skip
-    assert approval.request_hash == request_hash(expected)
-    assert canonical.loads(approval.request) == expected
+    assert g.tools["push"].spec_hash == PUSH_SPEC_HASH
+    assert approval.request.encode() == PUSH_REQUEST
+    assert approval.request_hash == hashlib.sha256(PUSH_REQUEST).hexdigest()
+    row = gate_store._conn.execute("SELECT request, request_hash FROM approvals").fetchone()
+    assert row == (PUSH_REQUEST.decode(), hashlib.sha256(PUSH_REQUEST).hexdigest())
 
 
 @pytest.mark.guarantee("G-GATE-1")
@@ -177,14 +194,38 @@ def test_a_grant_that_expires_between_attach_and_execute_runs_nothing(gate_store
     assert s.done()
 
 
-def test_a_grant_within_its_ttl_or_with_none_executes_however_long_the_wait(
+@pytest.mark.guarantee("G-GATE-3")
+def test_a_grant_attached_days_after_it_was_granted_is_past_an_hours_ttl(
     gate_store: Store,
 ) -> None:
-    g, approval, calls, clock = _pending(gate_store, limits=Limits(grant_ttl_seconds=None))
+    """A TTL of an hour lapses however long past it the attach comes: days too."""
+    g, approval, calls, clock = _pending(gate_store, limits=Limits(grant_ttl_seconds=3600))
     approve(gate_store, "r", approval.id, "operator", now=clock())
-    clock.advance(86_400 * 30)
-    s, _v = g.attach("r")
-    clock.advance(86_400)
+    clock.advance(3 * 86_400 + 10)
+    _s, v = g.attach("r")
+    assert v is not None and v.outcome == VerdictOutcome.ENDED
+    assert (v.run.status, v.run.end_reason) == ("CANCELLED", "approval_expired")
+    status = gate_store._conn.execute("SELECT status FROM approvals").fetchone()[0]
+    assert status == "expired"
+    assert calls.made == []
+
+
+@pytest.mark.parametrize(
+    ("ttl", "pending", "granted"),
+    [(None, 86_400 * 30, 86_400 * 30), (3600, 86_400 * 30, 3599)],
+    ids=["no-ttl", "an-hour-counted-from-the-decision"],
+)
+def test_a_grant_within_its_ttl_or_with_none_executes_however_long_the_wait(
+    gate_store: Store, ttl: float | None, pending: float, granted: float
+) -> None:
+    """No TTL: a grant runs a month after it was given. A TTL counts from the decision, not
+    from the request: a request pending for a month, then granted, runs within the hour."""
+    g, approval, calls, clock = _pending(gate_store, limits=Limits(grant_ttl_seconds=ttl))
+    clock.advance(pending)
+    approve(gate_store, "r", approval.id, "operator", now=clock())
+    clock.advance(granted)
+    s, v = g.attach("r")
+    assert v is not None and v.outcome == VerdictOutcome.ALLOWED
     asyncio.run(s.current().execute())
     assert calls.made == [("push", {"n": 7})]
 

@@ -139,7 +139,9 @@ def test_a_policy_denial_is_an_observation_and_the_session_goes_on(gate_store: S
         (Decision.tool_call("read", {"n": 1}, origin="the model, honest"), "unknown origin"),
         (Decision.complete("NaN"), "not exact JSON"),
     ],
-)
+    ids=["unknown-tool", "unclassified-tool", "unsafe-integer", "duplicate-key", "wrong-type",
+         "not-an-object", "malformed", "unknown-kind", "unknown-origin", "inexact-result"],
+)  # fmt: skip
 @pytest.mark.guarantee("G-GATE-2")
 def test_an_invalid_decision_is_recorded_verbatim_and_denied(
     gate_store: Store, decision: Decision, why: str
@@ -159,12 +161,19 @@ def test_an_invalid_decision_is_recorded_verbatim_and_denied(
     assert not s.done()
 
 
+@pytest.mark.parametrize(
+    ("tool", "side_effect"),
+    [("write", "local_mutation"), ("push", "remote_mutation"), ("delete", "destructive")],
+    ids=["local", "remote", "destructive"],
+)
 @pytest.mark.guarantee("G-GATE-2")
-def test_a_mutation_pauses_the_run_on_an_approval_of_its_class(gate_store: Store) -> None:
-    _, s, calls = _open(gate_store)
-    v = s.step().propose(Decision.tool_call("delete", {"n": 3}))
+def test_by_default_a_mutation_of_every_class_pauses_the_run_on_an_approval_of_its_class(
+    gate_store: Store, tool: str, side_effect: str
+) -> None:
+    _, s, calls = _open(gate_store)  # the default policy: the operator set no rule
+    v = s.step().propose(Decision.tool_call(tool, {"n": 3}))
     assert v.outcome == VerdictOutcome.PENDING
-    assert v.approval is not None and v.approval.kind == "destructive"
+    assert v.approval is not None and v.approval.kind == side_effect
     assert v.run.status == "WAITING_FOR_APPROVAL"
     assert v.run.lease_owner is None
     assert s.done() and calls.made == []

@@ -13,6 +13,7 @@ from core.approvals import approve
 from core.decisions import Decision
 from core.errors import LeaseLost, RunLeased
 from core.gate import Reconciled, Request, VerdictOutcome
+from core.lease import Holding
 from core.policy import ConfigPolicy, Rule
 from core.store import Store
 from core.tools import SideEffect, Tool
@@ -37,45 +38,6 @@ def test_two_gates_configured_alike_never_share_an_owner(gate_store: Store) -> N
     b = make_gate(gate_store, [], owner="laptop")
     assert a.owner != b.owner
     assert a.owner.startswith("laptop-") and b.owner.startswith("laptop-")
-
-
-@pytest.mark.guarantee("G-CRASH-2")
-def test_the_heartbeat_renews_while_the_main_connection_holds_a_long_read(
-    gate_store: Store,
-) -> None:
-    g = make_gate(gate_store, standard_tools(Calls()), lease_ttl=0.3)
-    s = g.begin("r", "goal")
-    heartbeat = s._heartbeat
-    assert heartbeat is not None
-    with gate_store.snapshot() as conn:  # a consumer reading, for longer than the TTL
-        conn.execute("SELECT * FROM runs").fetchall()
-        _wait_for(lambda: heartbeat.renewals >= 4, "four renewals")
-        owner, expires = _lease(gate_store)
-        assert owner == g.owner and expires is not None and expires > time.time()
-    assert s.step() is not None
-    s.close()
-
-
-@pytest.mark.guarantee("G-CRASH-2")
-def test_a_tool_call_longer_than_the_ttl_keeps_its_lease_and_its_outcome(
-    gate_store: Store,
-) -> None:
-    holder: dict[str, Any] = {}
-
-    def long_call(args: dict[str, Any]) -> str:
-        session = holder["session"]
-        _wait_for(lambda: session._heartbeat.renewals >= 4, "renewals during the call")
-        return "finished"
-
-    tool = Tool("slow", "d", {"type": "object"}, SideEffect.READ_ONLY, long_call)
-    g = make_gate(gate_store, [tool], lease_ttl=0.3)
-    s = holder["session"] = g.begin("r", "goal")
-    step = s.step()
-    step.propose(Decision.tool_call("slow", {}))
-    assert asyncio.run(step.execute()).summary == "finished"
-    status = gate_store._conn.execute("SELECT status FROM steps").fetchone()[0]
-    assert status == "done"
-    s.close()
 
 
 @pytest.mark.guarantee("G-CRASH-2")
@@ -108,6 +70,71 @@ def test_a_tool_whose_session_lost_the_lease_finishes_but_its_outcome_is_not_rec
     assert kind == "interrupted_side_effect"
     with pytest.raises(LeaseLost):
         s.step()
+
+
+# A TTL the lease keeper renews every 0.4 s: a renewal may land 0.8 s late before the lease
+# lapses, room enough on a busy machine; the tests below watch the lease over more than one TTL.
+TTL = 1.2
+
+
+def _watch_the_lease(store: Store, owner: str, heartbeat: Holding, renewals: int) -> list[float]:
+    """Read the lease from another connection, as another process would, until the keeper has
+    renewed it ``renewals`` more times; the times it was seen lapsed (it stops at the first)."""
+    lapsed: list[float] = []
+    enough = heartbeat.renewals + renewals
+
+    def renewed_or_lapsed() -> bool:
+        holder, expires = _lease(store)
+        now = time.time()
+        if holder != owner or expires is None or expires <= now:
+            lapsed.append(now)
+        return bool(lapsed) or heartbeat.renewals >= enough
+
+    started = time.monotonic()
+    _wait_for(renewed_or_lapsed, f"{renewals} renewals")
+    assert lapsed or time.monotonic() - started > TTL, "watched for less than a TTL"
+    return lapsed
+
+
+@pytest.mark.guarantee("G-CRASH-2")
+def test_the_heartbeat_renews_while_the_main_connection_holds_a_long_read(
+    gate_store: Store,
+) -> None:
+    g = make_gate(gate_store, standard_tools(Calls()), lease_ttl=TTL)
+    s = g.begin("r", "goal")
+    heartbeat = s._heartbeat
+    assert heartbeat is not None
+    with gate_store.snapshot() as conn:  # a consumer reading, for longer than the TTL
+        conn.execute("SELECT * FROM runs").fetchall()
+        lapsed = _watch_the_lease(gate_store, g.owner, heartbeat, 5)
+    assert lapsed == [], "the lease was seen expired while the main connection was reading"
+    assert s.step() is not None
+    s.close()
+
+
+@pytest.mark.guarantee("G-CRASH-2")
+def test_a_tool_call_longer_than_the_ttl_keeps_its_lease_and_its_outcome(
+    gate_store: Store,
+) -> None:
+    """Read from another connection all through a call lasting over a TTL, the lease is never
+    seen lapsed: it is renewed before it runs out, not only now and then."""
+    holder: dict[str, Any] = {}
+
+    def long_call(args: dict[str, Any]) -> str:
+        heartbeat = holder["session"]._heartbeat
+        holder["lapsed"] = _watch_the_lease(gate_store, g.owner, heartbeat, 5)
+        return "finished"
+
+    tool = Tool("slow", "d", {"type": "object"}, SideEffect.READ_ONLY, long_call)
+    g = make_gate(gate_store, [tool], lease_ttl=TTL)
+    s = holder["session"] = g.begin("r", "goal")
+    step = s.step()
+    step.propose(Decision.tool_call("slow", {}))
+    assert asyncio.run(step.execute()).summary == "finished"
+    assert holder["lapsed"] == [], "the lease was seen expired while the tool ran"
+    status = gate_store._conn.execute("SELECT status FROM steps").fetchone()[0]
+    assert status == "done"
+    s.close()
 
 
 @pytest.mark.guarantee("G-CRASH-2")

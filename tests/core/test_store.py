@@ -7,6 +7,8 @@ import sqlite3
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,22 +28,37 @@ from core.migrations import LATEST, MIGRATIONS
 from core.store import Store
 from core.verify import verify
 from tests.builders import record_run, record_runs
+from tests.conftest import need
 
 
 def _raw(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None)
 
 
+@contextmanager
+def _umask(mask: int) -> Iterator[None]:
+    before = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
 @pytest.mark.guarantee("G-STORE-1")
-def test_a_new_database_is_owner_only(tmp_path: Path) -> None:
+def test_a_new_database_and_its_wal_are_owner_only_whatever_the_umask(tmp_path: Path) -> None:
+    """With a umask that would let anyone in (0), the file, its WAL and its shared memory are
+    still 0600 and ours, and the directory 0700. The WAL exists only while a connection is
+    open (the last close folds it back into the file), so it is looked at then."""
     path = tmp_path / "fresh" / "signoff.db"
-    with Store.open(path) as store:
+    with _umask(0), Store.open(path) as store:
         record_run(store, "r1")
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        parts = [path.with_name(f"signoff.db{suffix}") for suffix in ("", "-wal", "-shm")]
+        for part in parts:
+            st = os.lstat(part)
+            assert (part.name, stat.S_IMODE(st.st_mode), st.st_uid) == (
+                part.name, 0o600, os.geteuid(),
+            )  # fmt: skip
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    wal = path.with_name("signoff.db-wal")
-    if wal.exists():
-        assert stat.S_IMODE(wal.stat().st_mode) & 0o077 == 0
 
 
 def test_the_connection_is_wal_synced_with_foreign_keys_and_a_busy_timeout(store: Store) -> None:
@@ -145,14 +162,19 @@ def test_a_symbolic_link_in_place_of_the_database_is_refused(home: Path, tmp_pat
         Store.open(home / "signoff.db")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+@pytest.mark.parametrize("part", ["signoff.db", "signoff.db-wal", "."])
 @pytest.mark.guarantee("G-STORE-1")
-def test_a_database_owned_by_another_user_is_refused(home: Path) -> None:
+def test_a_database_its_wal_or_its_directory_owned_by_another_user_is_refused(
+    home: Path, part: str
+) -> None:
+    need(os.geteuid() == 0, "only root can give a file to another user")
     path = home / "signoff.db"
-    Store.open(path).close()
-    os.chown(path, 65534, 65534)
-    with pytest.raises(UnsafePermissions):
-        Store.open(path)
+    with Store.open(path) as store:
+        record_run(store, "r1")  # the WAL exists while the store is open
+        os.chown(home / part, 65534, 65534)
+        with pytest.raises(UnsafePermissions):
+            Store.open(path)
+        os.chown(home / part, os.geteuid(), os.getegid())  # so the store can close cleanly
 
 
 @pytest.mark.parametrize(
@@ -162,6 +184,7 @@ def test_a_database_owned_by_another_user_is_refused(home: Path) -> None:
         "CREATE VIEW v AS SELECT * FROM runs",
         "CREATE TEMP VIEW ignored AS SELECT 1",  # a temp object never reaches the file: allowed
     ],
+    ids=["trigger", "view", "temp-view"],
 )
 @pytest.mark.guarantee("G-STORE-2")
 def test_a_trigger_or_a_view_in_the_file_is_refused(home: Path, ddl: str) -> None:

@@ -1,0 +1,303 @@
+"""Mutations of the store, the chain, canonical JSON, the gate and the crash rules."""
+
+from __future__ import annotations
+
+from tests.mutants.mutation import Mutation
+
+CORE: tuple[Mutation, ...] = (
+    # --- G-STORE-1: owner-only ----------------------------------------------------------------
+    Mutation(
+        "a new database is created readable by others",
+        "G-STORE-1",
+        "core/store.py",
+        "os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)",
+        "os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)",
+        "the file and its WAL (which SQLite makes with the file's mode) are readable by all",
+        "tests/core/test_store.py::test_a_new_database_and_its_wal_are_owner_only_whatever_the_umask",
+    ),
+    Mutation(
+        "the WAL is not looked at on open",
+        "G-STORE-1",
+        "core/store.py",
+        'for side in (path, path.with_name(path.name + "-wal"),'
+        ' path.with_name(path.name + "-shm")):',
+        'for side in (path, path.with_name(path.name + "-shm")):',
+        "a WAL that others can write, or that belongs to another user, is opened",
+        "tests/core/test_store.py::test_a_wal_file_others_can_write_is_refused",
+    ),
+    # --- G-STORE-2: no triggers, no views -----------------------------------------------------
+    Mutation(
+        "a view in the file is let through",
+        "G-STORE-2",
+        "core/store.py",
+        "WHERE type IN ('trigger', 'view')",
+        "WHERE type IN ('trigger')",
+        "a view, which could show the operator rows Signoff never wrote, is opened",
+        "tests/core/test_store.py::test_a_trigger_or_a_view_in_the_file_is_refused[view]",
+    ),
+    Mutation(
+        "a schema change under an open store is not looked at",
+        "G-STORE-2",
+        "core/store.py",
+        "            _refuse_foreign_objects(self._conn, self.path)\n"
+        "            self._schema_version = version",
+        "            self._schema_version = version",
+        "a trigger created while the store is open rewrites what the next write writes",
+        "tests/core/test_store.py::test_a_trigger_added_while_the_store_is_open_stops_the_next_write",
+    ),
+    # --- G-STORE-3: not ours, not touched -----------------------------------------------------
+    Mutation(
+        "a newer schema is refused only when verifying",
+        "G-STORE-3",
+        "core/store.py",
+        "    if version > LATEST:\n        raise SchemaTooNew(",
+        "    if version > LATEST and readonly:\n        raise SchemaTooNew(",
+        "a database a newer Signoff wrote is opened for writing by this older one",
+        "tests/core/test_store.py::test_a_database_from_a_newer_signoff_is_refused",
+    ),
+    Mutation(
+        "someone else's database is migrated into",
+        "G-STORE-3",
+        "core/store.py",
+        "            if current == 0 and _has_tables(conn):\n",
+        "            if current < 0 and _has_tables(conn):\n",
+        "Signoff's tables are created inside another program's SQLite database",
+        "tests/core/test_store.py::test_someone_elses_sqlite_database_is_refused_not_migrated",
+    ),
+    # --- G-STORE-4: nothing half-written, errors named ----------------------------------------
+    Mutation(
+        "a failed transaction commits what it wrote",
+        "G-STORE-4",
+        "core/store.py",
+        '                conn.execute("ROLLBACK")\n            raise\n\n    @contextmanager\n'
+        "    def snapshot(",
+        '                conn.execute("COMMIT")\n            raise\n\n    @contextmanager\n'
+        "    def snapshot(",
+        "a transaction that raised halfway leaves its first writes in the database",
+        "tests/core/test_store.py::test_a_failed_transaction_leaves_nothing",
+    ),
+    Mutation(
+        "a busy database is not named",
+        "G-STORE-4",
+        "core/store.py",
+        'startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))',
+        'startswith(("SQLITE_LOCKED",))',
+        "a lock held past the busy timeout surfaces as a bare sqlite3 error, not StoreBusy",
+        "tests/core/test_store.py::test_a_write_lock_held_past_the_busy_timeout_is_named",
+    ),
+    # --- G-JSON-1: lossy JSON refused by name -------------------------------------------------
+    Mutation(
+        "a duplicate key is kept, the last one winning",
+        "G-JSON-1",
+        "core/canonical.py",
+        "    obj = dict(pairs)\n    if len(obj) != len(pairs):",
+        "    obj = dict(pairs)\n    if len(obj) > len(pairs):",
+        "two readers of the same text can disagree on which value a duplicated key has",
+        'tests/core/test_canonical.py::test_duplicate_keys_are_refused[{"a":1,"a":2}]',
+    ),
+    Mutation(
+        "2^53 passes as a safe integer",
+        "G-JSON-1",
+        "core/canonical.py",
+        "or not -MAX_SAFE_INTEGER <= int(text) <= MAX_SAFE_INTEGER\n",
+        "or not -MAX_SAFE_INTEGER - 1 <= int(text) <= MAX_SAFE_INTEGER + 1\n",
+        "±2^53, which a double cannot tell from 2^53+1, is accepted and hashed",
+        "tests/core/test_canonical.py::test_integers_outside_the_safe_range_are_refused[9007199254740992]",
+    ),
+    # --- G-CHAIN-1: edits, deletions, insertions found ----------------------------------------
+    Mutation(
+        "verify stops after its first page",
+        "G-CHAIN-1",
+        "core/verify.py",
+        "        after = rows[-1][0]\n        if progress",
+        "        after = end\n        if progress",
+        "an edit past the first 5,000 events is never read, so never detected",
+        "tests/core/test_tamper.py::test_an_edit_past_the_first_page_verify_reads_is_found",
+    ),
+    Mutation(
+        "a gap in the sequence is not looked for",
+        "G-CHAIN-1",
+        "core/chain.py",
+        "                if seq != expected:\n                    raise EventMissing(",
+        "                if seq < expected:\n                    raise EventMissing(",
+        "a deleted event is not named as missing (the next one is blamed, as altered)",
+        "tests/core/test_tamper.py::test_each_tampering_is_detected_by_the_library[event-deleted-in-the-middle]",
+    ),
+    # --- G-CHAIN-2: against the kept head -----------------------------------------------------
+    Mutation(
+        "a log one event short of the kept head passes",
+        "G-CHAIN-2",
+        "core/chain.py",
+        "if w is not None and self._head.seq < w.seq:",
+        "if w is not None and self._head.seq < w.seq - 1:",
+        "deleting the last event, the one the keyring witnessed, goes unnoticed",
+        "tests/core/test_tamper.py::test_each_tampering_is_detected_by_the_library[the-kept-head's-own-event-deleted]",
+    ),
+    Mutation(
+        "the kept head's hash is not compared",
+        "G-CHAIN-2",
+        "core/chain.py",
+        "if seq == w_seq and stored != w_hash:",
+        "if seq == w_seq and computed != stored:",
+        "a log rewritten with recomputed hashes, or an older copy written on, verifies",
+        "tests/core/test_tamper.py::test_each_tampering_is_detected_by_the_library[older-copy-written-past-the-kept-head]",
+    ),
+    # --- G-GATE-1: exactly the request granted, once ------------------------------------------
+    Mutation(
+        "approve ignores --hash",
+        "G-GATE-1",
+        "core/proxy/commands.py",
+        "act(store, approval.run_id, approval.id, by, args.reason, expected_hash=args.hash)",
+        "act(store, approval.run_id, approval.id, by, args.reason, expected_hash=None)",
+        "`signoff approve ID --hash H` decides even when H is not the request's hash",
+        "tests/core/test_cli.py::test_a_decision_given_any_hash_but_the_request_hash_is_refused_and_decides_nothing",
+    ),
+    Mutation(
+        "the approval hash leaves out the arguments",
+        "G-GATE-1",
+        "core/approvals.py",
+        '        "tool": tool,\n        "arguments": arguments,\n        "run": run_id,\n',
+        '        "tool": tool,\n        "run": run_id,\n',
+        "an approval granted for one call's arguments binds any arguments to that tool",
+        "tests/core/test_approvals.py::test_the_approval_hash_is_over_the_canonical_request",
+    ),
+    Mutation(
+        "the approval hash leaves out the run",
+        "G-GATE-1",
+        "core/approvals.py",
+        '        "run": run_id,\n        "step": step,\n        "kind": kind,\n',
+        '        "step": step,\n        "kind": kind,\n',
+        "the hash shown for one run's request also approves the same request in another run",
+        "tests/core/test_approvals.py::test_the_approval_hash_is_over_the_canonical_request",
+    ),
+    Mutation(
+        "attach does not check the grant still binds its request",
+        "G-GATE-1",
+        "core/waiting.py",
+        "    approvals.check_binding(approval, step, None)\n    tool = gate.tools.get(",
+        "    tool = gate.tools.get(",
+        "arguments edited in the record after the grant are executed",
+        "tests/core/test_approvals.py::test_an_approval_edited_after_it_was_granted_does_not_execute",
+    ),
+    Mutation(
+        "a grant is not claimed at attach",
+        "G-GATE-1",
+        "core/waiting.py",
+        "            tx.execute(\n"
+        '                "UPDATE runs SET lease_owner = ?, lease_expires_at = ? WHERE id = ?",\n'
+        "                (gate.owner, gate._lease_expiry(), s.run_id),\n"
+        "            )\n",
+        "            pass\n",
+        "two sessions attaching one grant are both let through to execute it",
+        "tests/core/test_approvals.py::test_two_gates_attaching_one_grant_execute_it_once",
+    ),
+    # --- G-GATE-2: unclassified unavailable, mutations pause, invalid decisions run nothing ---
+    Mutation(
+        "a local mutation is allowed by default",
+        "G-GATE-2",
+        "core/policy.py",
+        "    SideEffect.LOCAL_MUTATION: Rule.APPROVE,",
+        "    SideEffect.LOCAL_MUTATION: Rule.ALLOW,",
+        "a mutating tool runs with no approval when the operator set no rule",
+        "tests/core/test_gate.py::test_by_default_a_mutation_of_every_class_pauses_the_run_on_an_approval_of_its_class[local]",
+    ),
+    Mutation(
+        "arguments are not checked against the schema",
+        "G-GATE-2",
+        "core/proposal.py",
+        "    errors = tool.schema_errors(arguments)\n    if errors:\n"
+        '        return _Plan(invalid="the arguments do not match the schema: "',
+        "    errors: list[str] = []\n    if errors:\n"
+        '        return _Plan(invalid="the arguments do not match the schema: "',
+        "a decision whose arguments fail the tool's schema is put to the policy and may run",
+        "tests/core/test_gate.py::test_an_invalid_decision_is_recorded_verbatim_and_denied[wrong-type]",
+    ),
+    # --- G-GATE-3: a lapsed grant runs nothing ------------------------------------------------
+    Mutation(
+        "a grant's age at attach ignores whole days",
+        "G-GATE-3",
+        "core/waiting.py",
+        "if ttl is not None and (now - decided).total_seconds() >= ttl:",
+        "if ttl is not None and (now - decided).seconds >= ttl:",
+        "a grant days past its TTL is judged by the seconds past the last whole day, and runs",
+        "tests/core/test_approvals.py::test_a_grant_attached_days_after_it_was_granted_is_past_an_hours_ttl",
+    ),
+    Mutation(
+        "execute does not judge the grant's TTL again",
+        "G-GATE-3",
+        "core/execution.py",
+        "        if grant is not None:\n"
+        "            _check_grant_ttl(s, state.index, grant, now, at)\n",
+        "",
+        "a grant that lapses between attach and execute is executed",
+        "tests/core/test_approvals.py::test_a_grant_that_expires_between_attach_and_execute_runs_nothing",
+    ),
+    # --- G-GATE-4: the policy asked again on attach -------------------------------------------
+    Mutation(
+        "attach ignores the policy's new answer",
+        "G-GATE-4",
+        "core/waiting.py",
+        "    outcome = decision.outcome\n    if outcome is Outcome.APPROVE and (",
+        "    outcome = Outcome.ALLOW\n    if outcome is Outcome.APPROVE and (",
+        "a grant runs although the policy now denies, aborts or asks for another approval",
+        "tests/core/test_approvals.py::test_a_changed_policy_re_pauses_on_attach_and_a_reject_then_cancels",
+    ),
+    Mutation(
+        "an approval of any kind lets a grant through",
+        "G-GATE-4",
+        "core/waiting.py",
+        "        decision.kind == approval.kind or approval.kind in OPERATOR_KINDS\n",
+        "        decision.kind or approval.kind in OPERATOR_KINDS\n",
+        "a policy that now asks for a different approval (a second look) does not re-pause",
+        "tests/core/test_approvals.py::test_a_changed_policy_re_pauses_on_attach_and_a_reject_then_cancels",
+    ),
+    # --- G-GATE-5: misuse refused -------------------------------------------------------------
+    Mutation(
+        "a second proposal of one step is accepted",
+        "G-GATE-5",
+        "core/proposal.py",
+        "        if state.proposed:\n            raise RunStateError(",
+        "        if False:\n            raise RunStateError(",
+        "a step already decided is decided again, and a second request can reach execute",
+        "tests/core/test_gate.py::test_proposing_twice_and_executing_twice_are_refused",
+    ),
+    Mutation(
+        "attach takes over a live lease",
+        "G-GATE-5",
+        "core/takeover.py",
+        "    if is_live(run.lease_owner, run.lease_expires_at, gate.config.wall_clock()):\n"
+        '        raise RunLeased(f"run {run.id} is leased to {run.lease_owner}, live")\n',
+        "",
+        "a run another live session is executing is taken from it",
+        "tests/core/test_gate.py::test_attach_of_a_run_another_gate_leases_live_is_refused",
+    ),
+    # --- G-CRASH-1: no side effect twice without the operator ---------------------------------
+    Mutation(
+        "a takeover treats every started tool as repeatable",
+        "G-CRASH-1",
+        "core/takeover.py",
+        "    if effects.repeatable(recorded_spec(gate, step)):\n",
+        '    if step.status == "executing":\n',
+        "a mutation that died mid-call is marked interrupted and run again with no operator",
+        "tests/core/test_crash.py::test_an_in_process_crash_at_each_point_keeps_the_contract[mutating-tool_started]",
+    ),
+    # --- G-CRASH-2: the lease -----------------------------------------------------------------
+    Mutation(
+        "the heartbeat renews once every three TTLs",
+        "G-CRASH-2",
+        "core/lease.py",
+        "            time.sleep(self._ttl / 3)\n",
+        "            time.sleep(self._ttl * 3)\n",
+        "a tool call longer than the TTL loses its lease to the first process that looks",
+        "tests/core/test_lease.py::test_the_heartbeat_renews_while_the_main_connection_holds_a_long_read",
+    ),
+    Mutation(
+        "a tool's outcome is written without the lease",
+        "G-CRASH-2",
+        "core/execution.py",
+        "        end_at = format_time(end)\n        with s._write() as tx:\n",
+        "        end_at = format_time(end)\n        with s._store.transaction() as tx:\n",
+        "a session that lost its lease mid-call records its tool's outcome over the new owner's",
+        "tests/core/test_lease.py::test_a_tool_whose_session_lost_the_lease_finishes_but_its_outcome_is_not_recorded",
+    ),
+)

@@ -1,0 +1,134 @@
+"""Mutations of the proxy, the configuration, the host files, the pins and the app."""
+
+from __future__ import annotations
+
+from tests.mutants.mutation import Mutation
+
+OUTER: tuple[Mutation, ...] = (
+    # --- the proxy ---------------------------------------------------------------------------
+    Mutation(
+        "the duplicate window is compared the wrong way",
+        "G-PROXY-1",
+        "core/proxy/server.py",
+        "return age.total_seconds() < self.config.duplicate_window_seconds",
+        "return age.total_seconds() > self.config.duplicate_window_seconds",
+        "an identical write made again within the window is not held as a duplicate",
+        "tests/proxy/test_proxy_e2e.py::test_through_the_proxy_a_write_runs_once_after_approval_and_its_repeat_waits_as_a_duplicate",
+    ),
+    Mutation(
+        "an unclassified tool is available",
+        "G-PROXY-2",
+        "core/proxy/pins.py",
+        "    if side_effect is None:\n"
+        '        return unavailable("not classified: run `signoff classify`")\n',
+        "",
+        "a pinned tool nobody classified is offered to the host",
+        "tests/proxy/test_offered.py::test_a_pinned_tool_nobody_classified_is_not_offered_and_a_call_of_it_is_refused",
+    ),
+    Mutation(
+        "the proxy offers every pinned tool",
+        "G-PROXY-2",
+        "core/proxy/offered.py",
+        "                if not state.available:\n",
+        '                if state.status != "pinned":\n',
+        "a tool unavailable for another reason than its pin (unclassified, an annotation"
+        " conflict, a schema refused) is offered all the same",
+        "tests/proxy/test_offered.py::test_a_pinned_tool_nobody_classified_is_not_offered_and_a_call_of_it_is_refused",
+    ),
+    Mutation(
+        "a server inherits the whole environment",
+        "G-PROXY-3",
+        "core/proxy/upstream.py",
+        "env=server_environment(self.server),",
+        "env=None,",
+        "every variable of the environment Signoff runs in reaches the server, named or not",
+        "tests/proxy/test_manage.py::test_a_server_gets_only_path_home_tmpdir_and_the_variables_named",
+    ),
+    # --- the configuration -------------------------------------------------------------------
+    Mutation(
+        "a change is written before it is validated",
+        "G-CONFIG-1",
+        "core/proxy/config.py",
+        '        config = parse(document, _Where(self.path, ""))\n'
+        "        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)\n"
+        '        tmp = self.path.with_name(self.path.name + ".tmp")\n'
+        '        tmp.write_text(text, encoding="utf-8")\n'
+        "        tmp.chmod(0o600)\n"
+        "        tmp.replace(self.path)\n"
+        "        return config\n",
+        "        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)\n"
+        '        tmp = self.path.with_name(self.path.name + ".tmp")\n'
+        '        tmp.write_text(text, encoding="utf-8")\n'
+        "        tmp.chmod(0o600)\n"
+        "        tmp.replace(self.path)\n"
+        '        return parse(document, _Where(self.path, ""))\n',
+        "a refused change is already in config.toml when it is refused",
+        "tests/proxy/test_manage.py::test_a_refused_change_leaves_the_file_as_it_was[fixed-and-denied]",
+    ),
+    Mutation(
+        "a recorded policy change names the new policy as the one before",
+        "G-CONFIG-1",
+        "core/proxy/manage.py",
+        '"before": old.identity(),',
+        '"before": new.identity(),',
+        "the chain's policy.changed event does not say which policy the change replaced",
+        "tests/app/test_settings.py::test_a_policy_change_is_saved_recorded_and_rechecks_the_history",
+    ),
+    # --- the host files ----------------------------------------------------------------------
+    Mutation(
+        "a host file changed since it was read is overwritten",
+        "G-HOST-1",
+        "core/host_backups.py",
+        "if _read(target) != hostfile.raw:",
+        "if not _read(target):",
+        "a host's own save between reading its file and writing it is lost",
+        "tests/app/test_settings_hosts.py::test_a_file_the_host_saved_while_the_preview_was_open_is_not_overwritten",
+    ),
+    # --- the pins ----------------------------------------------------------------------------
+    Mutation(
+        "a kept pin text is read without its hash",
+        "G-PIN-1",
+        "core/proxy/pinstore.py",
+        "if hashlib.sha256(data).hexdigest() != pin:",
+        'if not data.startswith(b"["):',
+        "an altered kept text is diffed against as if it were what the operator pinned",
+        "tests/proxy/test_pinstore.py::test_a_kept_text_changed_on_disk_raises_pin_text_altered",
+    ),
+    Mutation(
+        "a reworded description is re-pinned in the window unacknowledged",
+        "G-PIN-1",
+        "app/settings_tools.py",
+        "self.needs_acknowledgement = diff.description_changed or not diff.kept",
+        "self.needs_acknowledgement = not diff.kept",
+        "re-pinning a tool whose description was reworded takes one click, with nothing to tick",
+        "tests/app/test_settings.py::test_a_reworded_description_shows_a_diff_and_repinning_it_must_be_acknowledged",
+    ),
+    # --- the app -----------------------------------------------------------------------------
+    Mutation(
+        "the tray decides without the hash it showed",
+        "G-APP-1",
+        "app/tray.py",
+        "expected_hash=pending.request_hash)  # fmt: skip",
+        "expected_hash=None)  # fmt: skip",
+        "a click decides whatever request now has that id, not the one whose hash was shown",
+        "tests/app/test_tray.py::test_an_approve_for_a_request_changed_since_it_was_shown_is_refused_and_decides_nothing",
+    ),
+    Mutation(
+        "an interrupted side effect is approved from a notification",
+        "G-APP-1",
+        "app/model.py",
+        'NEEDS_THE_DIALOG_KINDS = frozenset({"interrupted_side_effect", "duplicate"})',
+        'NEEDS_THE_DIALOG_KINDS = frozenset({"duplicate"})',
+        "a call that may have run is approved again with one click on a notification",
+        "tests/app/test_tray.py::test_a_call_that_may_have_run_or_already_ran_is_never_approved_from_its_notification[interrupted_side_effect]",
+    ),
+    Mutation(
+        "a duplicate is approved from a notification",
+        "G-APP-1",
+        "app/model.py",
+        'NEEDS_THE_DIALOG_KINDS = frozenset({"interrupted_side_effect", "duplicate"})',
+        'NEEDS_THE_DIALOG_KINDS = frozenset({"interrupted_side_effect"})',
+        "a repeat of a call that ran is approved with one click on a notification",
+        "tests/app/test_tray.py::test_a_call_that_may_have_run_or_already_ran_is_never_approved_from_its_notification[duplicate]",
+    ),
+)

@@ -1,0 +1,84 @@
+"""The claims' tests fail when the claim is broken: each mutation of tests/mutants applied to
+a temporary copy of the tree, with only its claim's marked tests run there (``--guarantee``).
+
+    make test ARGS="-m mutation"              all of them
+    make test ARGS="-m mutation -k verify"    one
+
+The copy is imported first (``PYTHONPATH``), by these tests and by every ``signoff`` command
+they start, so the installed package's editable link is never what runs. ``-x`` stops a run at
+the first failure, and the file of the test that caught it last time is run first: a mutation
+that is caught costs about one test, not its claim's whole suite.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.mutants import MUTATIONS, Mutation
+
+pytestmark = [pytest.mark.mutation, pytest.mark.slow]
+
+# What the copy leaves out: the venv, caches, build output, the repository itself.
+LEFT_OUT = shutil.ignore_patterns(
+    ".git", ".venv", ".cache", "__pycache__", "*.pyc", ".mypy_cache", ".ruff_cache", "build",
+    "dist", ".hypothesis", "screenshots",
+)  # fmt: skip
+FAILED = re.compile(r"^FAILED (\S+?)(?: - |$)", re.MULTILINE)
+MARKED = re.compile(r'guarantee\("(G-[A-Z]+-\d+)"\)')
+RUN_TIMEOUT = 900  # seconds: the slowest claim's suite, with room
+
+
+def mutated_copy(mutation: Mutation, where: Path) -> Path:
+    tree = where / "tree"
+    shutil.copytree(ROOT, tree, ignore=LEFT_OUT, symlinks=True)
+    target = tree / mutation.path
+    text = target.read_text()
+    found = text.count(mutation.old)
+    assert found == 1, (
+        f"mutation {mutation.name!r} no longer applies: its text occurs {found} times in"
+        f" {mutation.path} (update tests/mutants with the code)"
+    )
+    target.write_text(text.replace(mutation.old, mutation.new))
+    return tree
+
+
+def marked_files(tree: Path, guarantee: str, first: str) -> list[str]:
+    """The test files that mark a test with ``guarantee`` (so nothing else is even collected),
+    the one of ``first`` (a node id) first."""
+    found = sorted(
+        str(path.relative_to(tree))
+        for path in (tree / "tests").rglob("test_*.py")
+        if guarantee in MARKED.findall(path.read_text())
+    )
+    head = first.split("::")[0]
+    return sorted(found, key=lambda f: f != head)
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.name for m in MUTATIONS])
+def test_the_claims_tests_fail_with_the_claim_broken(mutation: Mutation, tmp_path: Path) -> None:
+    tree = mutated_copy(mutation, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+         "--guarantee", mutation.guarantee, "-m", "not mutation",
+         "--basetemp", str(tmp_path / "runs"),
+         *marked_files(tree, mutation.guarantee, mutation.caught_by)],
+        cwd=tree, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False,
+    )  # fmt: skip
+    tail = done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.returncode != 0, f"{mutation.guarantee} survived {mutation.name!r}:\n{tail}"
+    assert done.returncode == 1, f"not a test failure (exit {done.returncode}):\n{tail}"
+    failed = FAILED.findall(done.stdout)
+    assert failed, f"no failing test named:\n{tail}"
+    assert failed[0] == mutation.caught_by, (
+        f"{mutation.name!r} is caught by {failed[0]} now, not {mutation.caught_by or 'nothing'}:"
+        " update caught_by in tests/mutants"
+    )
