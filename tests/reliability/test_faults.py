@@ -596,7 +596,12 @@ def test_the_app_killed_while_a_proxy_holds_a_call(home: Path, tmp_path: Path) -
                         lambda: query(home, "SELECT id FROM approvals WHERE status = 'pending'"),
                         "the call's approval",
                     )
-                    await until(lambda: approval in app.notified(), "the app notifying it")
+                    # The notified-once file is written just before the notification is sent
+                    # and logged: killed between the two, the app would have notified nothing.
+                    await until(
+                        lambda: approval in app.notified() and "notifying approval" in app.log(),
+                        "the app notifying it",
+                    )
                     assert not answers  # still held
                     app.kill()
                     await until(lambda: answers, "the held call's answer", timeout=HOLD + WAIT)
