@@ -222,7 +222,7 @@ class ArgumentsView(QTextEdit):
 
 
 class ApprovalDialog(QDialog):
-    decided = Signal(str, str, str)  # approval id, "approve" or "reject", reason
+    decided = Signal(str, str, str, str)  # approval id, the request hash shown, decision, reason
     details = Signal(str)  # run id: show it in the history window
 
     def __init__(self, pending: Pending, parent: QWidget | None = None) -> None:
@@ -355,5 +355,5 @@ class ApprovalDialog(QDialog):
     def _decide(self, decision: str) -> None:
         if self._over:
             return
-        self.decided.emit(self.pending.id, decision, self.reason.text())
+        self.decided.emit(self.pending.id, self.pending.request_hash, decision, self.reason.text())
         self.accept()

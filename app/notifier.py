@@ -77,8 +77,8 @@ def message_of(p: Pending) -> Message:
 
 class Notifier(QObject):
     clicked = Signal(str)  # open the dialog for this approval
-    approve = Signal(str)
-    reject = Signal(str)
+    approve = Signal(str, str)  # approval id, the request hash the notification showed
+    reject = Signal(str, str)
 
     def __init__(
         self,
@@ -103,6 +103,7 @@ class Notifier(QObject):
             tray.messageClicked.connect(self._balloon_clicked)
         self._last_balloon = ""
         self._popups: dict[str, QMessageBox] = {}
+        self._hashes: dict[str, str] = {}  # approval id -> the request hash it was shown with
         self._tasks: set[asyncio.Task[None]] = set()
         # One send at a time: one connection, and ids recorded in the order they were given.
         self._sending = asyncio.Lock()
@@ -110,6 +111,7 @@ class Notifier(QObject):
     # --- what the app calls ---------------------------------------------------------------
 
     def notify(self, p: Pending) -> None:
+        self._hashes[p.id] = p.request_hash  # what a press decides: the request shown
         if self._native is None:
             self._fallback(p)
             return
@@ -212,7 +214,13 @@ class Notifier(QObject):
             return  # a notification of another app
         self.shown.pop(approval_id, None)
         self._save()
-        {"approve": self.approve, "reject": self.reject}.get(key, self.clicked).emit(approval_id)
+        if key in ("approve", "reject"):
+            # A press decides the request as it was shown; none known (shown by an app that
+            # ended) is no hash, which decides nothing.
+            shown = self._hashes.get(approval_id, "")
+            (self.approve if key == "approve" else self.reject).emit(approval_id, shown)
+        else:
+            self.clicked.emit(approval_id)
 
     def _restarted(self) -> None:
         """The daemon changed: its ids mean nothing now, and closing them could close another

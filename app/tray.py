@@ -87,8 +87,12 @@ class TrayApp(QObject):
             self.tray, native=native, shown_file=data_dir / "notifications.json"
         )
         self.notifier.clicked.connect(self.open_dialog)
-        self.notifier.approve.connect(lambda i: self.decide(i, "approve", "from the notification"))
-        self.notifier.reject.connect(lambda i: self.decide(i, "reject", "from the notification"))
+        self.notifier.approve.connect(
+            lambda i, shown: self.decide(i, shown, "approve", "from the notification")
+        )
+        self.notifier.reject.connect(
+            lambda i, shown: self.decide(i, shown, "reject", "from the notification")
+        )
         self.dialogs: dict[str, ApprovalDialog] = {}
         self.history: HistoryWindow | None = None
         self.settings: SettingsWindow | None = None
@@ -250,7 +254,9 @@ class TrayApp(QObject):
         """The history window, with this run's details (from a notification's dialog)."""
         self.open_history().show_run(run_id)
 
-    def decide(self, approval_id: str, decision: str, reason: str = "") -> bool:
+    def decide(self, approval_id: str, shown_hash: str, decision: str, reason: str = "") -> bool:
+        """Decide the request as the prompt showed it: ``shown_hash`` is the expected hash, so a
+        request rewritten behind the id since (whatever the app re-read meanwhile) is refused."""
         pending = next((p for p in self.model.pending if p.id == approval_id), None)
         if pending is None:  # decided meanwhile, elsewhere: the button says so
             self.say("Signoff: nothing decided", self.decided_text(approval_id))
@@ -261,7 +267,7 @@ class TrayApp(QObject):
         act = approve if decision == "approve" else reject
         try:
             act(self.store, pending.run_id, pending.id, f"operator:{getpass.getuser()}", reason,
-                expected_hash=pending.request_hash)  # fmt: skip
+                expected_hash=shown_hash)  # fmt: skip
         except SignoffError as e:
             self.say("Signoff: not decided", str(e), QSystemTrayIcon.MessageIcon.Warning)
             return False

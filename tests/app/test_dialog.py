@@ -264,7 +264,7 @@ def test_approve_and_reject_carry_the_reason(store: Store, qtbot) -> None:
     with qtbot.waitSignal(dialog.decided) as signal:
         dialog.reason.setText("looked at it")
         qtbot.mouseClick(dialog.reject_button, Qt.MouseButton.LeftButton)
-    assert signal.args == [dialog.pending.id, "reject", "looked at it"]
+    assert signal.args == [dialog.pending.id, dialog.pending.request_hash, "reject", "looked at it"]
 
 
 def test_a_destructive_request_says_so(store: Store, qtbot) -> None:
