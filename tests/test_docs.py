@@ -6,6 +6,7 @@ import re
 
 from core.cli import build_parser
 from tests.conftest import ROOT
+from tests.mutants import by_guarantee
 
 GUARANTEE_ID = re.compile(r"\bG-[A-Z]+-\d+\b")
 MARKED = re.compile(r'guarantee\("(G-[A-Z]+-\d+)"\)')
@@ -31,6 +32,13 @@ def test_every_listed_guarantee_has_a_test() -> None:
 def test_every_guarantee_a_test_names_is_listed() -> None:
     unknown = _marked_in_tests() - _listed()
     assert not unknown, f"tests name claims docs/guarantees.md does not list: {sorted(unknown)}"
+
+
+def test_every_listed_guarantee_has_a_mutation_its_tests_must_catch() -> None:
+    missing = _listed() - set(by_guarantee())
+    assert not missing, f"claims with no mutation in tests/mutants: {sorted(missing)}"
+    unknown = set(by_guarantee()) - _listed()
+    assert not unknown, f"mutations of claims docs/guarantees.md does not list: {sorted(unknown)}"
 
 
 def test_every_guarantee_the_readme_states_is_listed() -> None:

@@ -2,35 +2,67 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 from core.decisions import Decision
+from core.errors import OutcomeUnknown
 from core.gate import VerdictOutcome
+from core.policy import ConfigPolicy, Policy, Rule
+from core.proxy.server import DuplicateRule
 from core.records import ApprovalView
 from core.store import Store
 from core.tools import SideEffect, Tool
 from core.transitions import CallLabel
 from tests.core.gatekit import FakeClock, make_gate
 
+CLASSES = {"read": SideEffect.READ_ONLY, "write": SideEffect.LOCAL_MUTATION,
+           "push": SideEffect.REMOTE_MUTATION, "delete": SideEffect.DESTRUCTIVE}  # fmt: skip
 TOOLS = [
     Tool(name, f"{name} something", {"type": "object"}, side_effect, lambda args: "done")
-    for name, side_effect in (
-        ("read", SideEffect.READ_ONLY),
-        ("write", SideEffect.LOCAL_MUTATION),
-        ("push", SideEffect.REMOTE_MUTATION),
-        ("delete", SideEffect.DESTRUCTIVE),
-    )
+    for name, side_effect in CLASSES.items()
 ]
 
 
 def make_pending(store: Store, tool: str = "push", arguments: dict | None = None,
-                 run_id: str = "r1") -> ApprovalView:  # fmt: skip
+                 run_id: str = "r1", kind: str = "") -> ApprovalView:  # fmt: skip
+    """A request waiting for the operator. ``kind``: "" for the policy's own approval;
+    ``duplicate`` as the proxy's duplicate rule asks one (the same call ran moments ago);
+    ``interrupted_side_effect`` for a call the policy allowed whose server was cut off
+    mid-call, so that its outcome is unknown."""
     # Stamped now, as a proxy stamps them: a tray's sweeper expires a request older than a day
     # by the wall clock (core/sweep.py rule 2), and FakeClock's fixed date is in the past.
     clock = FakeClock(now=datetime.now(UTC))
-    gate = make_gate(store, TOOLS, clock=clock, new_id=lambda: f"ap-{run_id}")
+    tools, policy = TOOLS, None
+    if kind == "duplicate":
+        duplicate = DuplicateRule(ConfigPolicy())
+        duplicate.duplicate_of = clock.now.isoformat()
+        policy = duplicate
+    elif kind == "interrupted_side_effect":
+        tools = [
+            *(t for t in TOOLS if t.name != tool),
+            Tool(tool, f"{tool} something", {"type": "object"}, CLASSES[tool], _cut_off),
+        ]
+        policy = ConfigPolicy({CLASSES[tool]: Rule.ALLOW})
+    else:
+        assert not kind, f"no way to make a pending {kind!r}"
+    return _propose(store, tools, policy, clock, tool, arguments or {"n": 7}, run_id)
+
+
+def _propose(store: Store, tools: list[Tool], policy: Policy | None, clock: FakeClock,
+             tool: str, arguments: dict[str, Any], run_id: str) -> ApprovalView:  # fmt: skip
+    gate = make_gate(store, tools, policy=policy, clock=clock, new_id=lambda: f"ap-{run_id}")
     session = gate.begin(run_id, "goal", call=CallLabel("srv", tool, "k" * 64))
     step = session.step()
-    verdict = step.propose(Decision.tool_call(tool, arguments or {"n": 7}))
+    verdict = step.propose(Decision.tool_call(tool, arguments))
+    if verdict.outcome == VerdictOutcome.ALLOWED:  # the call is made, and cut off
+        observation = asyncio.run(step.execute())
+        assert observation.approval is not None, observation
+        return observation.approval
     assert verdict.outcome == VerdictOutcome.PENDING and verdict.approval is not None
     return verdict.approval
+
+
+def _cut_off(arguments: Any) -> str:
+    raise OutcomeUnknown("server srv exited (code 3) before it answered")

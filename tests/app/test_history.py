@@ -8,13 +8,13 @@ import sqlite3
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import QDateTime, Qt
 from PySide6.QtWidgets import QApplication, QComboBox
 
 from app.history import HistoryWindow
 from app.history_model import PAGE
 from app.tray import TrayApp
+from core import export
 from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.heads import HeadStore, KeyringHeadStore, MemoryHeadStore
@@ -295,7 +295,6 @@ def test_a_pending_row_opens_its_approval(store: Store, home: Path, qtbot) -> No
 def test_export_writes_a_file_the_verifier_accepts(
     store: Store, home: Path, tmp_path: Path, qtbot
 ) -> None:
-    export = pytest.importorskip("core.export", reason="core.export is written separately")
     record_runs(store, 3)
     make_pending(store)
     window = open_window(store, home, qtbot)

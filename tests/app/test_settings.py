@@ -227,7 +227,6 @@ def test_a_server_that_cannot_be_listed_gives_a_plain_message_and_changes_nothin
     assert "bad" not in window.state.listings
 
 
-@pytest.mark.guarantee("G-CONFIG-1")
 def test_a_server_that_never_answers_is_stopped_at_the_deadline_and_said_so(
     home: Path, qtbot
 ) -> None:
@@ -245,6 +244,7 @@ def test_a_server_that_never_answers_is_stopped_at_the_deadline_and_said_so(
     assert not test.running
 
 
+@pytest.mark.guarantee("G-CONFIG-1")
 def test_the_editor_refuses_a_bad_name_and_changes_nothing(home: Path, qtbot) -> None:
     manage.add_server(paths.config_path(), "kept", "true")
     before = paths.config_path().read_bytes()

@@ -131,6 +131,22 @@ def test_wiring_previews_the_change_writes_it_with_a_copy_and_undo_restores_it(
     assert page.error is None
 
 
+@pytest.mark.guarantee("G-HOST-1")
+def test_a_file_the_host_saved_while_the_preview_was_open_is_not_overwritten(
+    page: HostsPage, desktop: Path, home: Path
+) -> None:
+    page.read()
+    page.wire_selected()
+    assert page.dialog is not None
+    desktop.write_text(desktop.read_text().replace("dark", "light"))  # the host saved meanwhile
+    edited = desktop.read_bytes()
+    page.dialog.accept_button.click()
+    assert isinstance(page.error, HostConfigError)
+    assert desktop.read_bytes() == edited
+    assert backups(home / "config.toml") == []
+    assert not (home / "config.toml").exists()  # nothing imported for a write that was refused
+
+
 def test_cancelling_the_write_leaves_the_file_and_the_configuration(
     page: HostsPage, desktop: Path, home: Path
 ) -> None:
@@ -144,6 +160,7 @@ def test_cancelling_the_write_leaves_the_file_and_the_configuration(
     assert backups(home / "config.toml") == []
 
 
+@pytest.mark.guarantee("G-HOST-1")
 def test_a_malformed_host_file_is_said_plainly_and_nothing_changes(
     page: HostsPage, tmp_path: Path, home: Path
 ) -> None:
@@ -161,6 +178,7 @@ def test_a_malformed_host_file_is_said_plainly_and_nothing_changes(
     assert not (home / "config.toml").exists()
 
 
+@pytest.mark.guarantee("G-HOST-1")
 def test_a_file_with_comments_is_listed_but_wiring_it_is_refused_on_the_page(
     page: HostsPage, tmp_path: Path, home: Path
 ) -> None:
@@ -177,6 +195,7 @@ def test_a_file_with_comments_is_listed_but_wiring_it_is_refused_on_the_page(
     assert not (home / "config.toml").exists()
 
 
+@pytest.mark.guarantee("G-HOST-1")
 def test_undo_after_the_host_edited_the_file_is_refused_on_the_page(
     page: HostsPage, desktop: Path
 ) -> None:

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QSystemTrayIcon
 
+from app.notifier import message_of
 from app.tray import TrayApp
+from core import canonical
+from core.approvals import request_hash, request_value
+from core.canonical import JSONValue
 from core.heads import MemoryHeadStore
+from core.records import read_approval, read_step
 from core.store import Store
 from tests.app.pending import make_pending
 
@@ -33,7 +39,7 @@ def test_idle_then_pending_then_decided(store: Store, tray: TrayApp, qtbot) -> N
     qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
     assert "1 waiting for you" in _texts(tray)
     assert [sent[0] for sent in tray.notifier.sent] == [approval.id]
-    assert tray.decide(approval.id, "approve", "fine")
+    assert tray.decide(approval.id, approval.request_hash, "approve", "fine")
     assert tray.model.state == "idle"
     status = store._conn.execute("SELECT status FROM approvals").fetchone()[0]
     assert status == "approved"
@@ -66,11 +72,83 @@ def test_a_destructive_request_is_not_approved_from_the_notification(
 ) -> None:
     approval = make_pending(store, tool="delete")
     qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
-    assert not tray.decide(approval.id, "approve", "from the notification")
+    assert not tray.decide(approval.id, approval.request_hash, "approve", "from the notification")
     assert approval.id in tray.dialogs
     status = store._conn.execute("SELECT status FROM approvals").fetchone()[0]
     assert status == "pending"
     tray.dialogs[approval.id].close()
+
+
+@pytest.mark.parametrize("kind", ["interrupted_side_effect", "duplicate"])
+@pytest.mark.guarantee("G-APP-1")
+def test_a_call_that_may_have_run_or_already_ran_is_never_approved_from_its_notification(
+    store: Store, tray: TrayApp, qtbot, kind: str
+) -> None:
+    approval = make_pending(store, tool="push", kind=kind)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    [shown] = tray.model.pending
+    # A remote mutation with one short argument: only its kind keeps Approve off it.
+    assert shown.kind == kind and shown.side_effect == "remote_mutation" and shown.view.whole()
+    assert message_of(shown).buttons == (("review", "Review…"),)
+    tray.notifier.approve.emit(approval.id, shown.request_hash)  # pressed on it anyway
+    dialog = tray.dialogs.get(approval.id)
+    assert dialog is not None and dialog.isVisible()
+    assert approval_status(store, approval.id) == "pending"
+    dialog.close()
+
+
+@pytest.mark.parametrize("reread", [False, True], ids=["before-a-re-read", "after-a-re-read"])
+@pytest.mark.guarantee("G-APP-1")
+def test_an_approve_for_a_request_changed_since_it_was_shown_is_refused_and_decides_nothing(
+    store: Store, tray: TrayApp, qtbot, reread: bool
+) -> None:
+    """The request behind the id is rewritten, hashes and all, between the notification and the
+    press: the decision names the hash the operator was shown, so it is refused, whether or not
+    the app re-read the record in between (it re-reads on every change)."""
+    approval = make_pending(store, tool="push", arguments={"to": "origin"})
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    [shown] = tray.model.pending
+    assert shown.request_hash == approval.request_hash
+    assert message_of(shown).buttons == (("approve", "Approve"), ("reject", "Reject"))
+    rewrite_request(store, approval.id, {"to": "attacker"})
+    if reread:
+        tray.refresh()
+        assert tray.model.pending[0].request_hash != shown.request_hash
+    tray.notifier.approve.emit(approval.id, shown.request_hash)  # the hash it was notified with
+    assert approval_status(store, approval.id) == "pending"
+    assert tray.said[-1][0] == "Signoff: not decided"
+    with store.snapshot() as conn:
+        decided = conn.execute("SELECT count(*) FROM events WHERE kind = 'approval.decided'")
+        assert decided.fetchone()[0] == 0
+
+
+def approval_status(store: Store, approval_id: str) -> str:
+    with store.snapshot() as conn:
+        approval = read_approval(conn, approval_id)
+    assert approval is not None
+    return approval.status
+
+
+def rewrite_request(store: Store, approval_id: str, arguments: dict[str, JSONValue]) -> None:
+    """What a writer of the database could do: give the approval other arguments, with its
+    step's arguments, its stored request and its hash all agreeing, so that the record still
+    binds the approval to a request; only the hash the operator was shown differs."""
+    with store.snapshot() as conn:
+        approval = read_approval(conn, approval_id)
+        assert approval is not None
+        step = read_step(conn, approval.run_id, approval.step)
+    assert step is not None and step.tool is not None and step.tool_spec_hash is not None
+    request = request_value(spec_hash=step.tool_spec_hash, tool=step.tool, arguments=arguments,
+                            run_id=step.run_id, step=step.index, kind=approval.kind)  # fmt: skip
+    with closing(sqlite3.connect(store.path)) as conn, conn:
+        conn.execute(
+            "UPDATE steps SET arguments = ? WHERE run_id = ? AND idx = ?",
+            (canonical.dumps_text(arguments), step.run_id, step.index),
+        )
+        conn.execute(
+            "UPDATE approvals SET request = ?, request_hash = ? WHERE id = ?",
+            (canonical.dumps_text(request), request_hash(request), approval_id),
+        )
 
 
 def test_an_edited_record_turns_the_icon_to_alarm_until_acknowledged(
@@ -131,7 +209,7 @@ def test_a_request_not_shown_whole_is_not_approved_from_the_notification(
     approval = make_pending(store, tool="write", arguments={"text": "x" * 300, "to": "a"})
     qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
     assert not tray.model.pending[0].view.whole()
-    assert not tray.decide(approval.id, "approve", "from the notification")
+    assert not tray.decide(approval.id, approval.request_hash, "approve", "from the notification")
     assert approval.id in tray.dialogs
     status = store._conn.execute("SELECT status FROM approvals").fetchone()[0]
     assert status == "pending"

@@ -63,7 +63,9 @@ class Rig:
     async def client(self, *names: str, hold: float = 0.3) -> AsyncIterator[ClientSession]:
         params = StdioServerParameters(
             command=str(SIGNOFF), args=["proxy", *names, "--hold", str(hold)],
-            env={k: v for k, v in self.env.items() if k != "PYTHONPATH"},
+            # The whole environment, PYTHONPATH too: under tests/test_mutations.py the proxy
+            # must run the mutated copy of the tree, as every other command the test starts.
+            env=self.env,
         )  # fmt: skip
         with (self.home / "host-stderr.log").open("a") as errlog:
             async with (

@@ -221,19 +221,20 @@ def test_the_editor_creates_a_private_file(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
 
-def test_the_editor_handles_a_server_written_as_an_inline_table(tmp_path: Path) -> None:
-    path = write(tmp_path, '[servers]\nfs = { command = "npx" }  # inline\n')
+def test_the_editor_turns_a_server_written_as_an_inline_table_into_a_table_keeping_it(
+    tmp_path: Path,
+) -> None:
+    """An inline table cannot hold the tool's table: the editor makes it an ordinary one, with
+    the same keys and values, rather than refusing the change."""
+    path = write(tmp_path, '# mine\n[servers]\nfs = { command = "npx", args = ["-y"] }\n')
     editor = Editor(path)
-    outcome: Config | str
-    try:
-        editor.table("servers", "fs", "tools", "read_file")["class"] = "read_only"
-        outcome = editor.save()
-    except ConfigError as e:  # refused by name is acceptable too
-        outcome = str(e)
-    if isinstance(outcome, str):
-        assert "servers.fs" in outcome
-    else:
-        assert outcome.servers["fs"].tools["read_file"].side_effect is SideEffect.READ_ONLY
+    editor.table("servers", "fs", "tools", "read_file")["class"] = "read_only"
+    saved = editor.save()
+    assert saved == load(path)
+    fs = saved.servers["fs"]
+    assert (fs.command, fs.args) == ("npx", ("-y",))
+    assert fs.tools["read_file"].side_effect is SideEffect.READ_ONLY
+    assert path.read_text().startswith("# mine\n")
 
 
 # --- grant_ttl_seconds: 0 says "lapses after 0 s", so it is refused; "never" is written out ---

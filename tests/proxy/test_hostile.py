@@ -27,6 +27,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core.proxy.config import Editor
 from core.proxy.pins import MAX_LISTING_BYTES
+from core.proxy.rawjson import MAX_DEPTH
 from core.proxy.upstream import MAX_LINE
 from tests.conftest import SIGNOFF
 
@@ -144,6 +145,11 @@ def executing(home: Path, server: str) -> set[str]:
 # --- the host's side: the mcp SDK's client against `signoff proxy` ----------------------------
 
 
+def tree_under_test() -> dict[str, str]:
+    path = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": path} if path else {}
+
+
 @asynccontextmanager
 async def proxy_session(
     home: Path, *names: str, notifications: list[Any] | None = None
@@ -151,7 +157,8 @@ async def proxy_session(
     params = StdioServerParameters(
         command=str(SIGNOFF),
         args=["proxy", *names, "--hold", HOLD],
-        env={"SIGNOFF_HOME": str(home)},
+        # PYTHONPATH, when set, is the tree under test (a mutation's copy, tests/test_mutations.py).
+        env={"SIGNOFF_HOME": str(home), **tree_under_test()},
     )
 
     async def keep(message: Any) -> None:
@@ -489,7 +496,10 @@ def test_a_deeply_nested_schema_is_refused_by_name(home: Path) -> None:
     Fake(home, "hostile", listing(DEEP))
     done = signoff(home, "pin", "hostile", ok=False)
     assert "Traceback" not in done.stderr
-    assert "[ListingRefused]" in done.stderr or "dropped" in done.stdout
+    # Refused whole, not one tool dropped (core/proxy/pins.py rule 2): nothing is pinned.
+    assert done.returncode == 2
+    assert f"nested deeper than {MAX_DEPTH} levels [ListingRefused]" in done.stderr
+    assert "pin =" not in (home / "config.toml").read_text()
 
 
 @pytest.mark.guarantee("G-PROXY-2")

@@ -71,9 +71,10 @@ def test_each_operation_keeps_the_operators_comments(home: Path) -> None:
         lambda p: manage.set_setting(p, "notifications", "loud"),
         lambda p: manage.set_setting(p, "unknown", 1),
     ],
-    ids=["bad name", "name taken", "bad variable", "rename onto another", "remove unknown",
-         "unknown server", "fixed and denied", "negative time", "unknown notifications",
-         "unknown setting"],
+    # Ids without spaces: a node id is one word in pytest's summary (tests/test_mutations.py).
+    ids=["bad-name", "name-taken", "bad-variable", "rename-onto-another", "remove-unknown",
+         "unknown-server", "fixed-and-denied", "negative-time", "unknown-notifications",
+         "unknown-setting"],
 )  # fmt: skip
 @pytest.mark.guarantee("G-CONFIG-1")
 def test_a_refused_change_leaves_the_file_as_it_was(home: Path, change) -> None:
@@ -222,9 +223,9 @@ def test_a_rule_changed_while_a_proxy_runs_applies_to_its_next_call(home: Path) 
             return text(first), text(second), text(third)
 
     first, second, third = asyncio.run(scenario())
-    assert "denied" not in first.lower()
-    assert "denied" in second.lower() or "deny" in second.lower()
-    assert "denied" in third.lower() or "deny" in third.lower()
+    assert "refused" not in first
+    denied = "Signoff refused this call: the rule for read_only: deny"
+    assert (second, third) == (denied, denied)
 
 
 def test_signoff_pin_prints_each_new_tools_whole_description_with_hidden_characters_shown(

@@ -34,6 +34,62 @@ def rig(home: Path) -> Rig:
     return Rig(home)
 
 
+@pytest.mark.guarantee("G-PROXY-1")
+def test_through_the_proxy_a_write_runs_once_after_approval_and_its_repeat_waits_as_a_duplicate(
+    rig: Rig, tmp_path: Path
+) -> None:
+    """The path of the real-server test below, before the scriptable fake server: it needs no
+    third-party install, so it runs wherever the tests do, and first (a mutation's copy of the
+    tree, tests/test_mutations.py, has no .cache, where the real servers are installed)."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("first\n")
+    rig.add_fake("notes", NOTES_TOOLS, notes=str(notes))
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only", write_note="local_mutation")
+    once = {"text": "once"}
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            read = await host.call_tool("read_note", {})
+            assert not read.is_error and text(read) == "first\n"  # a read flows, unasked
+
+            first = await host.call_tool("write_note", once)
+            assert not first.is_error and "needs the operator's approval" in text(first)
+            [waiting] = rig.pending()
+            assert (waiting["tool"], waiting["kind"], waiting["arguments"]) == (
+                "write_note", "local_mutation", once,
+            )  # fmt: skip
+            assert notes.read_text() == "first\n"
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            done = await host.call_tool("write_note", once)
+            assert not done.is_error and text(done) == "wrote 'once'"
+            assert notes.read_text() == "first\nonce\n"
+
+            # The same write again, within the window: it waits as a duplicate, even though
+            # the last one was approved; rejected, it runs nothing.
+            again = await host.call_tool("write_note", once)
+            assert "pending" in text(again)
+            [duplicate] = rig.pending()
+            assert (duplicate["kind"], duplicate["arguments"]) == ("duplicate", once)
+            rig.signoff("reject", duplicate["id"], "--reason", "already written")
+            refused = await host.call_tool("write_note", once)
+            assert refused.is_error and "already written" in text(refused)
+            assert notes.read_text() == "first\nonce\n"
+
+    anyio.run(scenario)
+    assert notes.read_text() == "first\nonce\n"  # written exactly once
+    with rig.store() as store:
+        assert verify(store).head.seq > 0
+        statuses = store._conn.execute(
+            "SELECT tool, status, end_reason FROM runs ORDER BY created_at"
+        ).fetchall()
+    assert statuses == [
+        ("read_note", "COMPLETED", "completed"),
+        ("write_note", "COMPLETED", "completed"),
+        ("write_note", "CANCELLED", "rejected"),
+    ]
+
+
 def _filesystem(rig: Rig, tmp_path: Path) -> Path:
     shared = tmp_path / "shared"
     shared.mkdir()
