@@ -43,22 +43,31 @@ def store(home: Path) -> Iterator[Store]:
 
 
 def run_signoff(
-    *args: str, env: dict[str, str] | None = None, home: Path | None = None
+    *args: str,
+    env: dict[str, str] | None = None,
+    home: Path | None = None,
+    ok: bool = False,
+    timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed ``signoff`` command as a real subprocess."""
+    """Run the installed ``signoff`` command as a real subprocess, as a person runs it: this
+    process's environment, plus ``env``, with ``SIGNOFF_HOME`` set to ``home`` when given.
+    ``ok``: fail the test unless it exits 0. Every test runs the CLI through this."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
     if home is not None:
         full_env["SIGNOFF_HOME"] = str(home)
-    return subprocess.run(
+    done = subprocess.run(
         [str(SIGNOFF), *args],
         capture_output=True,
         text=True,
         env=full_env,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
+    if ok:
+        assert done.returncode == 0, (f"signoff {' '.join(args)}", done.stdout, done.stderr)
+    return done
 
 
 class KeyringUnderTest:

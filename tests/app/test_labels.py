@@ -25,9 +25,10 @@ from PySide6.QtGui import QImage, QPaintDevice, QPaintEngine
 from PySide6.QtWidgets import QMenu
 
 from app.labels import dbus_menu_in_use, exports_dbus_menu, loaded_theme_plugins, menu_text
-from tests.app.test_xvfb_desktop import PACKAGES, Desktop, _read_line, _xcb_plugin_problem
+from tests.app.test_xvfb_desktop import PACKAGES, Desktop, _xcb_plugin_problem
 from tests.app.tray_host import TrayHost
 from tests.conftest import ROOT, need
+from tests.waiting import read_ready_line
 
 LABEL = "notes/write_note (local_mutation) & co"
 LABELS = [LABEL, "&", "&&", "_", "__", "a&&b", "end&", "&start", "_x_", "a & b & c", "x_&_y", ""]
@@ -261,7 +262,7 @@ def probe(desktop: Desktop, label: str, platform: str) -> Iterator[dict[str, Any
     assert process.stdout is not None
     try:
         try:
-            line = _read_line(process.stdout.fileno(), "the tray probe, shown")
+            line = read_ready_line(process.stdout.fileno(), "the tray probe, shown")
         except AssertionError as e:
             raise AssertionError(f"{e}; its log:\n{desktop.log('probe')}") from None
         report = json.loads(line)

@@ -16,10 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import inspect
 import os
 import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -46,29 +44,13 @@ from tests.app.notification_service import (
     session_bus_available,
 )
 from tests.conftest import need
-from tests.proxy.rig import NOTES_TOOLS, Rig, text
+from tests.host import text
+from tests.proxy.rig import NOTES_TOOLS, Rig
+from tests.waiting import until
 
 DEADLINE = 30.0
 HOLD = 30.0
 NO_BUS = "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset); run the tests with make test"
-
-
-# --- waiting ---------------------------------------------------------------------------------
-
-
-async def until(condition: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    """Poll ``condition`` (a function, or a coroutine function) on the running loop until it
-    gives something truthy, and return that; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 # --- a held call -----------------------------------------------------------------------------

@@ -19,12 +19,10 @@ import contextlib
 import glob
 import os
 import re
-import select
 import shutil
 import signal
 import subprocess
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -36,7 +34,9 @@ import anyio
 import pytest
 
 from tests.conftest import SIGNOFF, need
-from tests.proxy.rig import NOTES_TOOLS, Rig, text
+from tests.host import text
+from tests.proxy.rig import NOTES_TOOLS, Rig
+from tests.waiting import read_ready_line, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -56,18 +56,6 @@ NOTIFYD_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 """
 PACKAGES = "scripts/system-packages.sh installs it"
 WAIT = 20.0  # seconds: the most any one thing may take to appear
-
-
-def wait_for(probe: Callable[[], T | None], what: str, timeout: float = WAIT) -> T:
-    """Poll ``probe`` until it returns something truthy; fail naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.05)
 
 
 def _first(pattern: str) -> str | None:
@@ -99,23 +87,6 @@ def require_desktop_tools() -> None:
     need(notifyd_path() is not None, f"xfce4-notifyd is not installed ({PACKAGES})")
     problem = _xcb_plugin_problem()
     need(problem is None, f"{problem} ({PACKAGES})")
-
-
-def _read_line(fd: int, what: str, timeout: float = WAIT) -> str:
-    """One line from a pipe a starting process writes when ready, with a deadline."""
-    deadline = time.monotonic() + timeout
-    data = b""
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"{what}: no answer within {timeout:.0f} s")
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                raise AssertionError(f"{what}: exited before answering")
-            data += chunk
-    return data.split(b"\n", 1)[0].decode().strip()
 
 
 # --- windows ------------------------------------------------------------------------------
@@ -355,7 +326,7 @@ class Desktop:
             self.spawn("xvfb", argv, env=dict(os.environ), pass_fds=(write,))
             os.close(write)
             write = -1
-            number = _read_line(read, "Xvfb announcing its display")
+            number = read_ready_line(read, "Xvfb announcing its display")
         finally:
             os.close(read)
             if write != -1:
@@ -369,7 +340,7 @@ class Desktop:
             stdout=subprocess.PIPE,
         )
         assert bus.stdout is not None
-        self.bus = _read_line(bus.stdout.fileno(), "dbus-daemon announcing its address")
+        self.bus = read_ready_line(bus.stdout.fileno(), "dbus-daemon announcing its address")
         self.env["DBUS_SESSION_BUS_ADDRESS"] = self.bus
 
     def name_has_owner(self, name: str) -> bool:

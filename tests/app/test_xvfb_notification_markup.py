@@ -78,7 +78,8 @@ from tests.app.test_xvfb_desktop import (
     wait_for,
 )
 from tests.conftest import need
-from tests.proxy.rig import Rig, text
+from tests.host import text
+from tests.proxy.rig import Rig
 
 pytestmark = pytest.mark.slow
 

@@ -18,14 +18,7 @@ from core.policy import ConfigPolicy, Rule
 from core.store import Store
 from core.tools import SideEffect, Tool
 from tests.core.gatekit import COUNTER_SCHEMA, Calls, make_gate, standard_tools
-
-
-def _wait_for(condition, what: str, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+from tests.waiting import wait_for
 
 
 def _lease(store: Store) -> tuple[str | None, float | None]:
@@ -91,7 +84,7 @@ def _watch_the_lease(store: Store, owner: str, heartbeat: Holding, renewals: int
         return bool(lapsed) or heartbeat.renewals >= enough
 
     started = time.monotonic()
-    _wait_for(renewed_or_lapsed, f"{renewals} renewals")
+    wait_for(renewed_or_lapsed, f"{renewals} renewals")
     assert lapsed or time.monotonic() - started > TTL, "watched for less than a TTL"
     return lapsed
 
@@ -145,7 +138,7 @@ def test_a_lost_lease_found_by_the_heartbeat_stops_the_session(gate_store: Store
         other._conn.execute("UPDATE runs SET lease_owner = 'someone-else'")
     holding = s._heartbeat
     assert holding is not None
-    _wait_for(holding.lost.is_set, "the loss")
+    wait_for(holding.lost.is_set, "the loss")
     with pytest.raises(LeaseLost):
         s.step()
     with Store.open(gate_store.path) as other:
@@ -291,4 +284,4 @@ def test_the_heartbeat_stops_when_the_lease_is_released_or_the_session_is_droppe
     assert not g.leases.holds("r")
 
     g.begin("r2", "goal")  # nobody keeps the session
-    _wait_for(lambda: not g.leases.holds("r2"), "the dropped session's lease to be let go")
+    wait_for(lambda: not g.leases.holds("r2"), "the dropped session's lease to be let go")

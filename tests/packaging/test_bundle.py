@@ -30,8 +30,8 @@ from app import autostart
 from core.demo.run import PENDING
 from tests.app.test_xvfb_desktop import Desktop, no_traceback, require_desktop_tools, wait_for
 from tests.conftest import need
+from tests.host import text
 from tests.packaging.conftest import Bundle, budget
-from tests.proxy.rig import text
 
 pytestmark = pytest.mark.slow
 

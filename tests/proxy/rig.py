@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core.store import Store
-from tests.conftest import SIGNOFF
+from tests.conftest import run_signoff
+from tests.host import proxy_session
 
 FAKE_SERVER = Path(__file__).with_name("fake_server.py")
 
@@ -26,11 +26,7 @@ class Rig:
         self.env = {**os.environ, "SIGNOFF_HOME": str(home)}
 
     def signoff(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([str(SIGNOFF), *args], capture_output=True, text=True,
-                              env=self.env, timeout=120, check=False)  # fmt: skip
-        if check and done.returncode != 0:
-            raise AssertionError(f"signoff {' '.join(args)} failed: {done.stderr}")
-        return done
+        return run_signoff(*args, env=self.env, ok=check)
 
     def add(self, name: str, command: str, args: list[str], env: dict[str, str] | None = None,
             passed: tuple[str, ...] = ()) -> None:  # fmt: skip
@@ -61,23 +57,10 @@ class Rig:
 
     @asynccontextmanager
     async def client(self, *names: str, hold: float = 0.3) -> AsyncIterator[ClientSession]:
-        params = StdioServerParameters(
-            command=str(SIGNOFF), args=["proxy", *names, "--hold", str(hold)],
-            # The whole environment, PYTHONPATH too: under tests/test_mutations.py the proxy
-            # must run the mutated copy of the tree, as every other command the test starts.
-            env=self.env,
-        )  # fmt: skip
-        with (self.home / "host-stderr.log").open("a") as errlog:
-            async with (
-                stdio_client(params, errlog=errlog) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                yield session
-
-
-def text(result: Any) -> str:
-    return "\n".join(getattr(c, "text", "") for c in result.content)
+        # The whole environment: the servers' passed variables, and PYTHONPATH (the tree).
+        async with proxy_session(self.home, *names, hold=hold, env=self.env,
+                                 errlog=self.home / "host-stderr.log") as session:  # fmt: skip
+            yield session
 
 
 NOTES_TOOLS = [

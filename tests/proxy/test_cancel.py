@@ -18,7 +18,8 @@ import anyio
 import pytest
 
 from core.store import Store
-from tests.proxy.rig import NOTES_TOOLS, Rig, text
+from tests.host import text
+from tests.proxy.rig import NOTES_TOOLS, Rig
 from tests.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee("G-CRASH-1")]

@@ -9,7 +9,6 @@ mcp SDK's client talking to ``signoff proxy`` over stdio.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -23,13 +22,14 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core.proxy.config import Editor
 from core.proxy.pins import MAX_LISTING_BYTES
 from core.proxy.rawjson import MAX_DEPTH
 from core.proxy.upstream import MAX_LINE
-from tests.conftest import SIGNOFF
+from tests import host
+from tests.conftest import run_signoff
+from tests.host import text
 
 FAKE = Path(__file__).with_name("fake_server.py")
 TIMEOUT = 30  # seconds for one proxy session, start to close
@@ -62,17 +62,7 @@ def listing(*tools: dict[str, Any]) -> str:
 def signoff(
     home: Path, *args: str, ok: bool = True, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [str(SIGNOFF), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "SIGNOFF_HOME": str(home)},
-        timeout=timeout,
-        check=False,
-    )
-    if ok:
-        assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return done
+    return run_signoff(*args, home=home, ok=ok, timeout=timeout)
 
 
 def pin_rows(home: Path, server: str) -> dict[str, dict[str, Any]]:
@@ -145,33 +135,13 @@ def executing(home: Path, server: str) -> set[str]:
 # --- the host's side: the mcp SDK's client against `signoff proxy` ----------------------------
 
 
-def tree_under_test() -> dict[str, str]:
-    path = os.environ.get("PYTHONPATH")
-    return {"PYTHONPATH": path} if path else {}
-
-
 @asynccontextmanager
 async def proxy_session(
     home: Path, *names: str, notifications: list[Any] | None = None
 ) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=str(SIGNOFF),
-        args=["proxy", *names, "--hold", HOLD],
-        # PYTHONPATH, when set, is the tree under test (a mutation's copy, tests/test_mutations.py).
-        env={"SIGNOFF_HOME": str(home), **tree_under_test()},
-    )
-
-    async def keep(message: Any) -> None:
-        if notifications is not None:
-            notifications.append(message)
-
-    with (home / "proxy-stderr.txt").open("a") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, message_handler=keep) as session,
-        ):
-            await session.initialize()
-            yield session
+    async with host.proxy_session(home, *names, hold=HOLD, notifications=notifications,
+                                  errlog=home / "proxy-stderr.txt") as session:  # fmt: skip
+        yield session
 
 
 def with_proxy(
@@ -191,10 +161,6 @@ def with_proxy(
 
 async def offered(session: ClientSession) -> set[str]:
     return {tool.name for tool in (await session.list_tools()).tools}
-
-
-def text(result: types.CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
 async def works(session: ClientSession, tool: str, expected: str) -> None:

@@ -203,7 +203,7 @@ def test_a_rule_changed_while_a_proxy_runs_applies_to_its_next_call(home: Path) 
     """No restart of the host needed: the proxy takes up the file's rules when it changed."""
     import asyncio
 
-    from tests.proxy.rig import text
+    from tests.host import text
 
     rig = Rig(home)
     notes = home / "notes.txt"

@@ -28,7 +28,8 @@ from core.approvals import approve, reject
 from core.records import PendingRequest, pending_requests
 from core.store import Store
 from core.sweep import sweep
-from tests.proxy.rig import NOTES_TOOLS, Rig, text
+from tests.host import text
+from tests.proxy.rig import NOTES_TOOLS, Rig
 from tests.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee("G-CRASH-1")]

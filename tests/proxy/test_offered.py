@@ -8,7 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.proxy.rig import NOTES_TOOLS, Rig, text
+from tests.host import text
+from tests.proxy.rig import NOTES_TOOLS, Rig
 
 TIMEOUT = 30  # seconds for the proxy session, start to close
 

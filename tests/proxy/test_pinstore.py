@@ -224,9 +224,7 @@ def listing(*tools: dict[str, Any]) -> str:
 
 
 def signoff(home: Path, *args: str) -> str:
-    done = run_signoff(*args, home=home)
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return done.stdout
+    return run_signoff(*args, home=home, ok=True).stdout
 
 
 @pytest.mark.guarantee("G-PIN-1")

@@ -18,6 +18,7 @@ import pytest
 
 from core.verify import verify
 from tests.conftest import SIGNOFF
+from tests.host import text
 from tests.mcp_servers import (
     everything_server,
     filesystem_server,
@@ -26,7 +27,7 @@ from tests.mcp_servers import (
     memory_server,
     time_server,
 )
-from tests.proxy.rig import NOTES_TOOLS, Rig, text
+from tests.proxy.rig import NOTES_TOOLS, Rig
 
 
 @pytest.fixture

@@ -22,7 +22,8 @@ from core.proxy.config import load as load_config
 from core.proxy.server import Proxy
 from core.records import pending_requests
 from core.store import Store
-from tests.proxy.rig import NOTES_TOOLS, Rig, text
+from tests.host import text
+from tests.proxy.rig import NOTES_TOOLS, Rig
 
 PENDING = "This call needs the operator's approval and has not run."
 DUPLICATE = "An identical call may already have taken effect; this one waits for the operator"

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import SIGNOFF, need
+from tests import host
+from tests.conftest import SIGNOFF, need, run_signoff
 from tests.proxy.test_hostile import Fake
-from tests.waiting import WAIT, until, wait_for
+from tests.waiting import WAIT, read_ready_line, until, wait_for
 
 T = TypeVar("T")
 __all__ = ["WAIT", "until", "wait_for"]  # the waits, for the suites that import them from here
@@ -158,18 +158,8 @@ def read_fifo(path: Path, expected: bytes, timeout: float = WAIT) -> bytes:
 @asynccontextmanager
 async def proxy_session(home: Path, *names: str, hold: float) -> AsyncIterator[ClientSession]:
     """``signoff proxy NAMES --hold HOLD`` started by the mcp SDK's client, as a host does."""
-    params = StdioServerParameters(
-        command=str(SIGNOFF),
-        args=["proxy", *names, "--hold", str(hold)],
-        env={"SIGNOFF_HOME": str(home)},
-    )
-    with (home.parent / f"{home.name}-proxy-stderr.txt").open("a") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
+    async with host.proxy_session(home, *names, hold=hold) as session:
+        yield session
 
 
 # --- a Secret Service that can be stopped --------------------------------------------------
@@ -212,7 +202,7 @@ class SecretServiceDaemon:
             stdout=subprocess.PIPE, stderr=self._log, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         assert self._bus.stdout is not None
-        self.address = _read_line(self._bus.stdout.fileno(), "dbus-daemon's address")
+        self.address = read_ready_line(self._bus.stdout.fileno(), "dbus-daemon's address")
         self._daemon: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -261,23 +251,6 @@ class SecretServiceDaemon:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _read_line(fd: int, what: str, timeout: float = WAIT) -> str:
-    """One line a starting process writes when it is ready, with a deadline."""
-    deadline = time.monotonic() + timeout
-    data = b""
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"{what}: nothing within {timeout:.0f} s")
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                raise AssertionError(f"{what}: the process exited first")
-            data += chunk
-    return data.split(b"\n", 1)[0].decode().strip()
 
 
 # --- the tray app, as a person starts it ---------------------------------------------------
@@ -335,8 +308,7 @@ class App:
         return json.loads(path.read_text()) if path.exists() else []
 
     def signoff(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SIGNOFF), *args], env=self.env, capture_output=True,
-                              text=True, timeout=WAIT, check=False)  # fmt: skip
+        return run_signoff(*args, env=self.env, timeout=WAIT)
 
 
 def wake_socket(home: Path) -> Path:

@@ -23,7 +23,6 @@ from typing import Any
 
 import anyio
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core import canonical
 from core.approvals import approve, reject
@@ -31,9 +30,9 @@ from core.errors import SignoffError
 from core.records import pending_requests
 from core.store import Store
 from core.verify import verify
-from tests.conftest import SIGNOFF
 from tests.core.gatekit import check_consistency
-from tests.proxy.rig import Rig, text
+from tests.host import proxy_session, text
+from tests.proxy.rig import Rig
 
 SERVER = "notes"
 TOOLS = [
@@ -138,19 +137,11 @@ class Host:
 @asynccontextmanager
 async def host(home: Path, name: str, *, hold: float) -> AsyncIterator[Host]:
     """Start `signoff proxy notes` as a host does (the SDK's stdio_client) and initialize."""
-    env = {"SIGNOFF_HOME": str(home), "SIGNOFF_TEST_HOST": name}
-    params = StdioServerParameters(
-        command=str(SIGNOFF), args=["proxy", SERVER, "--hold", str(hold)], env=env
-    )
-    with (home / f"host-{name}-stderr.log").open("a") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            listed = {t.name for t in (await session.list_tools()).tools}
-            assert {"lookup", "write_note"} <= listed, listed
-            yield Host(name, session, find_child(name))
+    async with proxy_session(home, SERVER, hold=hold, env={"SIGNOFF_TEST_HOST": name},
+                             errlog=home / f"host-{name}-stderr.log") as session:  # fmt: skip
+        listed = {t.name for t in (await session.list_tools()).tools}
+        assert {"lookup", "write_note"} <= listed, listed
+        yield Host(name, session, find_child(name))
 
 
 # --- the plan of calls ----------------------------------------------------------------------

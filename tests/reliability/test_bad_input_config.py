@@ -24,30 +24,8 @@ from core import canonical
 from core.errors import ConfigError, SchemaRefused
 from core.proxy.config import SERVER_NAME, Config, Editor, load
 from core.proxy.pins import rewrite_schema
+from tests.proxy.test_config import GOOD  # a full configuration, comments and all
 from tests.reliability.strategies import Raw, examples, mutated
-
-GOOD = """\
-# Signoff: my servers. Keep this comment.
-hold_seconds = 2  # two seconds is enough
-call_timeout_seconds = 30
-
-[policy]
-read_only = "allow"
-local_mutation = "approve"
-
-[servers.fs]
-command = "npx"
-args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
-env = ["HOME_NOTES"]
-
-[servers.fs.tools.write_file]
-class = "local_mutation"
-pin = "{pin}"
-policy = "deny"
-fixed = {{ mode = "0644" }}
-deny = ["follow_symlinks"]
-overrule_annotations = true
-""".format(pin="ab" * 32)
 
 
 @contextmanager
