@@ -109,7 +109,7 @@ class Host:
     def _run(self) -> None:
         import anyio
 
-        from tests.proxy.rig import text
+        from tests.host import text
 
         async def calls() -> None:
             async with self.rig.client("notes", hold=HOLD) as host:
