@@ -310,7 +310,8 @@ class ApprovalDialog(QDialog):
     def _buttons(self, pending: Pending) -> QHBoxLayout:
         buttons = QHBoxLayout()
         self.history_button = QPushButton("Details in history…")
-        self.history_button.clicked.connect(lambda: self.details.emit(pending.run_id))
+        # Bound methods, not lambdas holding self (see app/tray.py).
+        self.history_button.clicked.connect(self._details_clicked)
         self.close_button = QPushButton("Close")
         self.close_button.clicked.connect(self.reject)
         self.close_button.hide()
@@ -323,8 +324,8 @@ class ApprovalDialog(QDialog):
         for button in (self.history_button, self.reject_button, self.approve_button):
             button.setAutoDefault(False)
             button.setDefault(False)
-        self.reject_button.clicked.connect(lambda: self._decide("reject"))
-        self.approve_button.clicked.connect(lambda: self._decide("approve"))
+        self.reject_button.clicked.connect(self._reject_clicked)
+        self.approve_button.clicked.connect(self._approve_clicked)
         return buttons
 
     def _default_size(self) -> None:
@@ -351,6 +352,15 @@ class ApprovalDialog(QDialog):
         self.close_button.show()
         self.close_button.setDefault(True)  # Enter now only closes
         self.close_button.setFocus()
+
+    def _details_clicked(self) -> None:
+        self.details.emit(self.pending.run_id)
+
+    def _reject_clicked(self) -> None:
+        self._decide("reject")
+
+    def _approve_clicked(self) -> None:
+        self._decide("approve")
 
     def _decide(self, decision: str) -> None:
         if self._over:

@@ -224,8 +224,9 @@ class HistoryWindow(QWidget):
         actions.addWidget(self.count_label, 1)
         self.export_selected_button = QPushButton("Export selected…")
         self.export_all_button = QPushButton("Export all…")
-        self.export_selected_button.clicked.connect(lambda: self._export_clicked(True))
-        self.export_all_button.clicked.connect(lambda: self._export_clicked(False))
+        # Bound methods, not lambdas holding self (see app/tray.py).
+        self.export_selected_button.clicked.connect(self._export_selected_clicked)
+        self.export_all_button.clicked.connect(self._export_all_clicked)
         actions.addWidget(self.export_selected_button)
         actions.addWidget(self.export_all_button)
         layout.addLayout(actions)
@@ -569,6 +570,12 @@ class HistoryWindow(QWidget):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with open(fd, "w", encoding="utf-8", newline="\n") as out:
             return export_runs(self.store, out, run_ids)
+
+    def _export_selected_clicked(self) -> None:
+        self._export_clicked(True)
+
+    def _export_all_clicked(self) -> None:
+        self._export_clicked(False)
 
     def _export_clicked(self, selected: bool) -> None:
         run_ids = self.selected_run_ids() if selected else None

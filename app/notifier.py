@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QMessageBox, QSystemTrayIcon
+from PySide6.QtWidgets import QAbstractButton, QMessageBox, QSystemTrayIcon
 
 from app.freedesktop import Freedesktop, NotificationFailed
 from app.model import Pending
@@ -269,16 +269,17 @@ class Notifier(QObject):
         box.setTextFormat(Qt.TextFormat.PlainText)
         box.setStandardButtons(QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Close)
         box.setModal(False)
-        box.buttonClicked.connect(
-            lambda b: (
-                self.clicked.emit(p.id)
-                if box.standardButton(b) == QMessageBox.StandardButton.Open
-                else None
-            )
-        )
+        box.buttonClicked.connect(self._popup_pressed)  # a bound method: see app/tray.py
         box.show()
         self._popups[p.id] = box
         self.sent.append((p.id, "popup"))
+
+    def _popup_pressed(self, button: QAbstractButton) -> None:
+        """Open on a popup opens its request's dialog; Close only closes it."""
+        for approval_id, box in self._popups.items():
+            if box.standardButton(button) == QMessageBox.StandardButton.Open:
+                self.clicked.emit(approval_id)
+                return
 
     @property
     def _popup(self) -> QMessageBox | None:  # the latest, for tests

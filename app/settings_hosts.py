@@ -316,9 +316,14 @@ class HostsPage(QWidget):
             self.dialog.reject()
         dialog = ConfirmDialog(title, intro, text, accept, self)
         dialog.accepted.connect(then)
-        dialog.finished.connect(lambda _result: self._closed(dialog))
+        dialog.finished.connect(self._confirm_finished)  # bound: see app/tray.py
         self.dialog = dialog
         dialog.open()
+
+    def _confirm_finished(self, _result: int) -> None:
+        dialog = self.sender()
+        if isinstance(dialog, ConfirmDialog):
+            self._closed(dialog)
 
     def _closed(self, dialog: ConfirmDialog) -> None:
         if self.dialog is dialog:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import shlex
-from functools import partial
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -186,7 +185,8 @@ class ServersPage(QWidget):
         intro.setWordWrap(True)
         layout.addWidget(intro)
         self.table = row_table(COLUMNS)
-        self.table.doubleClicked.connect(lambda _: self._tools())
+        # Bound methods, not lambdas or partials holding self (see app/tray.py).
+        self.table.doubleClicked.connect(self._row_double_clicked)
         layout.addWidget(self.table, 1)
         row = QHBoxLayout()
         self.add_button = QPushButton("Add…")
@@ -208,7 +208,7 @@ class ServersPage(QWidget):
         self.message = message_label()
         layout.addWidget(self.message)
         state.changed.connect(self.refresh)
-        state.listed.connect(lambda _: self.refresh())
+        state.listed.connect(self._server_listed)
         self.refresh()
 
     # --- the table ------------------------------------------------------------------------
@@ -272,9 +272,14 @@ class ServersPage(QWidget):
 
     def _open_editor(self, name: str | None) -> ServerEditor:
         self.editor = ServerEditor(self.state, name, self)
-        self.editor.accepted.connect(partial(self._saved, self.editor))
+        self.editor.accepted.connect(self._editor_accepted)
         self.editor.open()
         return self.editor
+
+    def _editor_accepted(self) -> None:
+        editor = self.sender()
+        if isinstance(editor, ServerEditor):
+            self._saved(editor)
 
     def _saved(self, editor: ServerEditor) -> None:
         name = editor.server().name
@@ -324,6 +329,12 @@ class ServersPage(QWidget):
         for test in self.tests.values():
             if test.running:
                 test.cancel()
+
+    def _row_double_clicked(self, _index: QModelIndex) -> None:
+        self._tools()
+
+    def _server_listed(self, _server: str) -> None:
+        self.refresh()
 
     def _tools(self) -> None:
         name = self.selected()

@@ -108,11 +108,13 @@ class ToolsPage(QWidget):
         super().__init__()
         self.state = state
         self.repin_dialog: RepinDialog | None = None
+        self._repinning: ListedTool | None = None  # the tool the repin dialog shows
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         top.addWidget(QLabel("Server"))
         self.server = QComboBox()
-        self.server.currentTextChanged.connect(lambda _: self.refresh())
+        # Bound methods, not lambdas holding self (see app/tray.py).
+        self.server.currentTextChanged.connect(self._server_changed)
         top.addWidget(self.server, 1)
         self.connect_button = QPushButton("Connect and list tools")
         self.connect_button.clicked.connect(self._connect)
@@ -205,9 +207,9 @@ class ToolsPage(QWidget):
         self.fixed.setMaximumHeight(120)
         fixed_buttons = QHBoxLayout()
         add_fixed = QPushButton("Add")
-        add_fixed.clicked.connect(lambda: self.fixed.insertRow(self.fixed.rowCount()))
+        add_fixed.clicked.connect(self._add_fixed_row)
         remove_fixed = QPushButton("Remove")
-        remove_fixed.clicked.connect(lambda: self.fixed.removeRow(self.fixed.currentRow()))
+        remove_fixed.clicked.connect(self._remove_fixed_row)
         fixed_buttons.addWidget(add_fixed)
         fixed_buttons.addWidget(remove_fixed)
         fixed_buttons.addStretch(1)
@@ -271,6 +273,15 @@ class ToolsPage(QWidget):
             rows.append((tool.name, tool, configured.pop(tool.name, None)))
         rows += [(tool, None, cfg) for tool, cfg in sorted(configured.items())]
         return rows
+
+    def _server_changed(self, _name: str) -> None:
+        self.refresh()
+
+    def _add_fixed_row(self) -> None:
+        self.fixed.insertRow(self.fixed.rowCount())
+
+    def _remove_fixed_row(self) -> None:
+        self.fixed.removeRow(self.fixed.currentRow())
 
     def refresh(self) -> None:
         selected = self.selected()
@@ -429,11 +440,16 @@ class ToolsPage(QWidget):
                 )
                 old = None
             self.repin_dialog = RepinDialog(pindiff.diff(old, listed), self, problem)
-            self.repin_dialog.accepted.connect(lambda: self._pin([listed]))
+            self._repinning = listed
+            self.repin_dialog.accepted.connect(self._repin_accepted)
             self.repin_dialog.open()
             return self.repin_dialog
         self._pin([listed])
         return None
+
+    def _repin_accepted(self) -> None:
+        if self._repinning is not None:
+            self._pin([self._repinning])
 
     def pin_all_new(self) -> None:
         new = [t for _, t, cfg in self.rows() if t and (cfg is None or cfg.pin is None)]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import getpass
 import logging
+import weakref
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -82,17 +84,18 @@ class TrayApp(QObject):
         self.dbus_menu = dbus_menu_in_use()
         self.tray = QSystemTrayIcon(self)
         self.menu = QMenu()
+        self.menu.triggered.connect(self._menu_chosen)
         self.tray.setContextMenu(self.menu)
         self.notifier = Notifier(
             self.tray, native=native, shown_file=data_dir / "notifications.json"
         )
+        # Signals go to bound methods, never to a lambda or partial holding self: PySide keeps
+        # those as long as their sender, a cycle through C++ that Python cannot collect, and
+        # what it holds is then deleted by PySide's teardown at exit, in no set order, which
+        # crashed (docs/reliability.md, "Crash at exit"). The other app modules do the same.
         self.notifier.clicked.connect(self.open_dialog)
-        self.notifier.approve.connect(
-            lambda i, shown: self.decide(i, shown, "approve", "from the notification")
-        )
-        self.notifier.reject.connect(
-            lambda i, shown: self.decide(i, shown, "reject", "from the notification")
-        )
+        self.notifier.approve.connect(self._approve_from_notification)
+        self.notifier.reject.connect(self._reject_from_notification)
         self.dialogs: dict[str, ApprovalDialog] = {}
         self.history: HistoryWindow | None = None
         self.settings: SettingsWindow | None = None
@@ -206,8 +209,10 @@ class TrayApp(QObject):
             dialog.details.connect(self.show_in_history)
             # Qt deletes the closed dialog; only then is it forgotten here (dropping the last
             # Python reference inside its own finished signal would delete it mid-emission).
+            # Through a weak reference, not a bound method: an app being deleted deletes its
+            # dialogs, whose signal would then reach a Python object half gone.
             dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-            dialog.destroyed.connect(lambda: self.dialogs.pop(approval_id, None))
+            dialog.destroyed.connect(partial(_forget_dialog, weakref.ref(self), approval_id))
             self.dialogs[approval_id] = dialog
         dialog.show()
         dialog.raise_()
@@ -253,6 +258,12 @@ class TrayApp(QObject):
     def show_in_history(self, run_id: str) -> None:
         """The history window, with this run's details (from a notification's dialog)."""
         self.open_history().show_run(run_id)
+
+    def _approve_from_notification(self, approval_id: str, shown_hash: str) -> None:
+        self.decide(approval_id, shown_hash, "approve", "from the notification")
+
+    def _reject_from_notification(self, approval_id: str, shown_hash: str) -> None:
+        self.decide(approval_id, shown_hash, "reject", "from the notification")
 
     def decide(self, approval_id: str, shown_hash: str, decision: str, reason: str = "") -> bool:
         """Decide the request as the prompt showed it: ``shown_hash`` is the expected hash, so a
@@ -311,7 +322,7 @@ class TrayApp(QObject):
             action = menu.addAction(
                 self._label(f"{p.title} ({p.side_effect or '?'}) fingerprint {p.fingerprint}")
             )
-            action.triggered.connect(lambda _=False, i=p.id: self.open_dialog(i))
+            action.setData(p.id)  # opened by _menu_chosen
         menu.addSeparator()
         history = menu.addAction("History…")
         history.triggered.connect(self.open_history)
@@ -338,6 +349,12 @@ class TrayApp(QObject):
         quit_action.triggered.connect(self._quit)
         self.state_changed.emit(state)
 
+    def _menu_chosen(self, action: QAction) -> None:
+        """A waiting request's entry (its data is the approval id) opens its dialog."""
+        approval_id = action.data()
+        if isinstance(approval_id, str) and approval_id:
+            self.open_dialog(approval_id)
+
     def _label(self, text: str) -> str:
         """A menu label that reads as written on this tray (app/labels.py)."""
         return menu_text(text, self.dbus_menu)
@@ -359,6 +376,13 @@ class TrayApp(QObject):
 
     def pending_by_id(self, approval_id: str) -> Pending | None:
         return next((p for p in self.model.pending if p.id == approval_id), None)
+
+
+def _forget_dialog(app: weakref.ref[TrayApp], approval_id: str) -> None:
+    """A dialog Qt deleted leaves ``dialogs`` (nothing to do while the app itself goes)."""
+    live = app()
+    if live is not None:
+        live.dialogs.pop(approval_id, None)
 
 
 def decided_text(approval: ApprovalView | None) -> str:
