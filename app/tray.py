@@ -187,7 +187,7 @@ class TrayApp(QObject):
         self._anchor_countdown -= 1
         if self._anchor_countdown > 0:
             return
-        self.model.witness = self.witness.advance()
+        self.model.witness = self.witness.retry()
         if self.model.witness.anchored:
             log.info("the keyring answers again: the chain is anchored")
             self._anchor_wait = 1

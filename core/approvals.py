@@ -10,7 +10,9 @@ Rules:
    recorded; if it no longer matches, or does not match the hash the operator was shown
    (``expected_hash``), it raises ``ApprovalMismatch`` and changes nothing.
 3. Only a pending approval is decided; a second decision raises ``ApprovalNotPending``.
-4. Rejecting ends the run (CANCELLED, ``rejected``) in the same transaction; rejecting an
+4. A decision is signed with the operator key (core/operator_key.py): its MAC is in the
+   ``approval.decided`` event, and only such an event makes a grant executable.
+5. Rejecting ends the run (CANCELLED, ``rejected``) in the same transaction; rejecting an
    ``interrupted_side_effect`` ends it ``not_repeated``, since its call may have run
    (``core.effects`` rule 3). Approving only records the grant: the gate executes it, once,
    when a session attaches.
@@ -20,9 +22,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from core import canonical, effects, transitions
+from core import canonical, effects, operator_key, transitions
 from core.canonical import JSONValue
 from core.errors import ApprovalMismatch, ApprovalNotPending, UnknownApproval
+from core.operator_key import OperatorKey
 from core.records import ApprovalView, StepView, read_approval, read_step
 from core.store import Store, format_time
 
@@ -91,9 +94,11 @@ def approve(
     *,
     expected_hash: str | None = None,
     now: datetime | None = None,
+    operator: OperatorKey | None = None,
 ) -> ApprovalView:
     """Grant a pending approval. The gate runs the request, once, when a session attaches."""
-    return _decide(store, run_id, approval_id, "approved", by, reason, expected_hash, now)
+    return _decide(store, run_id, approval_id, "approved", by, reason, expected_hash, now,
+                   operator)  # fmt: skip
 
 
 def reject(
@@ -105,10 +110,12 @@ def reject(
     *,
     expected_hash: str | None = None,
     now: datetime | None = None,
+    operator: OperatorKey | None = None,
 ) -> ApprovalView:
     """Refuse a pending approval; the run ends, cancelled, and the request does not run (again,
     for an interrupted one: it may have run before)."""
-    return _decide(store, run_id, approval_id, "rejected", by, reason, expected_hash, now)
+    return _decide(store, run_id, approval_id, "rejected", by, reason, expected_hash, now,
+                   operator)  # fmt: skip
 
 
 def _decide(
@@ -120,8 +127,11 @@ def _decide(
     reason: str,
     expected_hash: str | None,
     now: datetime | None,
+    operator: OperatorKey | None,
 ) -> ApprovalView:
     at = format_time(now or datetime.now(UTC))
+    # The key is read before the transaction: no keyring call waits inside the write lock.
+    key = (operator or operator_key.default()).key_for_signing(store)
     with store.transaction() as tx:
         approval = read_approval(tx.conn, approval_id)
         if approval is None or approval.run_id != run_id:
@@ -132,7 +142,10 @@ def _decide(
         if step is None:
             raise ApprovalMismatch(f"approval {approval_id} names a step that is not recorded")
         check_binding(approval, step, expected_hash)
-        transitions.decide_approval(tx, approval, status=status, by=by, reason=reason, at=at)
+        signed = operator_key.signature(key, store.database_id, approval, status=status, by=by,
+                                        at=at, reason=reason)  # fmt: skip
+        transitions.decide_approval(tx, approval, status=status, by=by, reason=reason, at=at,
+                                    signed=signed)  # fmt: skip
         if status == "rejected" and approval.kind == "interrupted_side_effect":
             # Its call may have run: the operator chose not to repeat it (core.effects rule 3).
             transitions.finish_step(

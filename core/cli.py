@@ -16,9 +16,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from core import paths
+from core import operator_key, paths
 from core.demo.run import register as register_demo_command
-from core.errors import ChainBroken, SignoffError
+from core.errors import ChainBroken, SignoffError, StateDisagrees
 from core.export import export_runs
 from core.heads import KeyringHeadStore
 from core.hosts_commands import register as register_hosts_commands
@@ -26,6 +26,7 @@ from core.policy import PolicyDecision
 from core.proxy import config as configuration
 from core.proxy.commands import register as register_proxy_commands
 from core.recheck import recheck
+from core.replay import check_state
 from core.store import Store
 from core.verify import verify
 
@@ -43,9 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser(
         "verify",
         help="check the audit chain of the database",
-        description="Recompute every event's hash and compare the chain with the head kept"
-        " in the OS keyring. Exit 0 when intact, 1 naming the first bad event, 2 when the"
-        " database cannot be read.",
+        description="Recompute every event's hash, compare the chain with the head kept in the"
+        " OS keyring, rebuild the runs, steps and approvals from the events and compare them"
+        " with the tables, and check every decision's MAC with the operator key. Exit 0 when"
+        " intact, 1 naming the first bad event or row, 2 when the database cannot be read.",
     )
     p.add_argument("--no-keyring", action="store_true", help="do not compare with the keyring")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -112,6 +114,17 @@ def _verify(args: argparse.Namespace) -> int:
         with Store.open(path, create=False, readonly=True) as store:
             heads = None if args.no_keyring else KeyringHeadStore()
             report = verify(store, heads)
+            operator = None if args.no_keyring else operator_key.default()
+            signed = check_state(store, operator)
+            with store.snapshot() as conn:
+                unauthenticated = operator_key.unauthenticated_mode(conn)
+    except StateDisagrees as e:
+        _say(
+            args,
+            {"ok": False, "error": type(e).__name__, "row": e.row, "message": str(e)},
+            f"the record disagrees with its events at {e.row}: {e} [{type(e).__name__}]",
+        )
+        return EXIT_FAILED
     except ChainBroken as e:
         _say(
             args,
@@ -137,8 +150,16 @@ def _verify(args: argparse.Namespace) -> int:
             "anchor": report.anchor.value,
             "witnessed_seq": None if witnessed is None else witnessed.seq,
             "detail": report.detail,
+            "decisions_checked": signed,
+            "decisions": "unauthenticated" if unauthenticated else "authenticated",
         },
-        report.summary(),
+        f"{report.summary()}; state tables agree with the events; "
+        + (
+            "decisions UNAUTHENTICATED (chosen in the chain): whoever can write Signoff's"
+            " files can approve a request"
+            if unauthenticated
+            else f"{signed} decisions checked against the operator key"
+        ),
     )
     return EXIT_OK
 

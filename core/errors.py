@@ -120,8 +120,22 @@ class DatabaseReplaced(ChainBroken):
     """The database at this place is not the one whose head was witnessed."""
 
 
+class StateDisagrees(SignoffError):
+    """A state table says what no event says: a run, step or approval row edited, added or
+    removed behind the chain, or a decision row with no authenticated decision event.
+    ``row`` names the first such row."""
+
+    def __init__(self, message: str, *, row: str) -> None:
+        super().__init__(message)
+        self.row = row
+
+
 class HeadUnavailable(SignoffError):
     """The head store (the OS keyring) cannot be reached; the chain is not anchored."""
+
+
+class LockTimeout(SignoffError):
+    """A lock beside the database stayed held by another process past its deadline."""
 
 
 # --- Tools, configuration, policy ----------------------------------------------------------
@@ -204,6 +218,26 @@ class ApprovalMismatch(ApprovalError):
 
 class ApprovalExpired(ApprovalError):
     """The grant outlived its TTL before it was executed; the run was cancelled."""
+
+
+class DecisionUnauthenticated(ApprovalError):
+    """The record says approved, but no ``approval.decided`` event authenticated with the
+    operator key says so for this approval and this request: nobody gave it. Nothing runs."""
+
+
+class OperatorKeyUnavailable(ApprovalError):
+    """The operator key cannot be read from the OS keyring (none there, locked, failing), so a
+    decision can be neither signed nor checked. Nothing runs; the request keeps waiting."""
+
+
+class DatabaseRestored(GateError):
+    """The database no longer holds the head anchored before an approved side effect: it was
+    restored from an older copy, or rewritten. Nothing runs until the operator looks."""
+
+
+class NotAnchored(GateError):
+    """The head could not be anchored outside the database before an approved side effect
+    (the keyring failed, or another anchoring held the lock too long). Nothing ran."""
 
 
 # --- The proxy's upstream servers ----------------------------------------------------------

@@ -7,14 +7,18 @@ Rules:
    recorded it: under the run's lease, checked live by the wall clock; for a grant, under the
    waiting run's compare-and-set guard (``core.waiting`` rule 6), after which the session holds
    the run's lease.
-3. A grant whose TTL ran out since it was attached cancels the run as ``approval_expired`` and
+3. A grant runs only once the head that holds its tool's start is kept outside the database
+   (core/anchor.py), checked before the start and kept after it: a database that no longer
+   holds the kept head raises ``DatabaseRestored`` before anything is written; a head that
+   cannot be kept fails the step (nothing ran) and ends the run ``not_anchored``.
+4. A grant whose TTL ran out since it was attached cancels the run as ``approval_expired`` and
    raises ``ApprovalExpired``; nothing runs.
-4. A tool that raises fails the step: its failure is an observation, not the gate's. So does a
+5. A tool that raises fails the step: its failure is an observation, not the gate's. So does a
    value with no exact JSON form.
-5. A tool that raises ``OutcomeUnknown`` may or may not have taken effect: a read-only or
+6. A tool that raises ``OutcomeUnknown`` may or may not have taken effect: a read-only or
    idempotent tool fails the step; any other pauses the run on an ``interrupted_side_effect``
    approval of the step's request, and the gate never runs it again by itself.
-6. The outcome is written with its events in one transaction, with whatever the caller's
+7. The outcome is written with its events in one transaction, with whatever the caller's
    ``also`` writes there; a terminal tool's success completes the run with its result.
 """
 
@@ -26,9 +30,19 @@ from datetime import datetime
 from typing import Any
 
 from core import canonical, effects, transitions, waiting
+from core.anchor import Anchor
 from core.canonical import JSONValue
-from core.errors import ApprovalExpired, JSONRefused, OutcomeUnknown, RunStateError
+from core.errors import (
+    ApprovalExpired,
+    DatabaseRestored,
+    HeadUnavailable,
+    JSONRefused,
+    NotAnchored,
+    OutcomeUnknown,
+    RunStateError,
+)
 from core.hold import Hold, StepState
+from core.operator_key import unauthenticated_mode
 from core.policy import Outcome, PolicyDecision
 from core.records import ApprovalView, read_step
 from core.store import Transaction, format_time
@@ -59,11 +73,18 @@ async def execute(
             with s._write(starts_side_effect=True) as tx:
                 start(s, state, tx, request, request_json, None, at)
         else:
+            anchor = _anchor_for(s)
+            if anchor is not None:
+                anchor.check(s._store)  # a database restored from before the anchor: refused
             with s._store.transaction() as tx:
                 waiting.check_waiting(s, tx, grant)
+                waiting.authenticated(s, grant, tx.conn)
                 start(s, state, tx, request, request_json, grant.id, at)
             s._read_run()
             s._hold_lease()
+            if anchor is not None:
+                state.allowed = False
+                _anchor_started(s, state.index, anchor)
         state.allowed = False
 
         try:
@@ -118,6 +139,41 @@ def start(
         tx, s.run_id, state.index, request=request_json, request_hash=request.request_hash,
         approval_id=approval_id, owner=s._gate.owner, expires=s._gate._lease_expiry(), at=at,
     )  # fmt: skip
+
+
+def _anchor_for(s: Hold) -> Anchor | None:
+    """The anchor an approved side effect waits for: none only when the operator chose
+    unauthenticated decisions and the keyring cannot be read (core/anchor.py rule 4)."""
+    anchor = s._gate.config.anchor
+    if anchor is None:
+        return None
+    with s._store.snapshot() as conn:
+        unauthenticated = unauthenticated_mode(conn)
+    if not unauthenticated:
+        return anchor
+    try:
+        anchor.heads.load(s._store.path)
+    except HeadUnavailable:
+        return None
+    return anchor
+
+
+def _anchor_started(s: Hold, index: int, anchor: Anchor) -> None:
+    """Keep the head that holds this step's start before its tool is called; when it cannot
+    be kept, the step fails, nothing having run, and the run ends ``not_anchored``."""
+    try:
+        anchor.advance(s._store, s._store.head())
+    except (NotAnchored, DatabaseRestored) as e:
+        at = format_time(s._gate.config.clock())
+        with s._write() as tx:
+            transitions.finish_step(
+                tx, s.run_id, index, status="failed", active_seconds=0.0, at=at,
+                observation={"ok": False, "error": f"not run: {e}"},
+            )  # fmt: skip
+            transitions.end_run(tx, s.run_id, status="FAILED", reason="not_anchored", at=at)
+        s._open = None
+        s._finish("ended")
+        raise
 
 
 def _check_grant_ttl(s: Hold, index: int, grant: ApprovalView, now: datetime, at: str) -> None:

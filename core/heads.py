@@ -5,8 +5,9 @@ sequence and hash of the last event a witness verified there. Keying by location
 database id, is what lets a replaced file be caught: the head kept for this path names the
 database that was here (see docs/decisions/0003-keyring-head.md).
 
-``KeyringHeadStore`` keeps heads in the OS keyring (service ``signoff``). A missing or failing
-keyring backend, whatever it raises, makes it raise ``HeadUnavailable``: the chain is then "not
+``KeyringHeadStore`` keeps heads in the OS keyring (service ``signoff``), each call with a
+deadline (core/keyring_calls.py). A missing, failing or unanswering keyring backend, whatever it
+raises, makes it raise ``HeadUnavailable``: the chain is then "not
 anchored", which callers report as a state, never a crash. ``MemoryHeadStore`` is the
 in-process implementation for tests and for callers with nowhere better to keep a head.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from core import canonical
+from core import canonical, keyring_calls
 from core.chain import Head
 from core.errors import HeadUnavailable, JSONRefused
 
@@ -94,14 +95,15 @@ class KeyringHeadStore:
 
     def load(self, location: Path) -> Head | None:
         try:
-            text = self._keyring().get_password(SERVICE, _key(location))
+            text = keyring_calls.call(lambda: self._keyring().get_password(SERVICE, _key(location)))
         except Exception as e:
             raise HeadUnavailable(f"the OS keyring cannot be read: {_describe(e)}") from None
         return None if text is None else decode_head(text)
 
     def save(self, location: Path, head: Head) -> None:
+        text = encode_head(head)
         try:
-            self._keyring().set_password(SERVICE, _key(location), encode_head(head))
+            keyring_calls.call(lambda: self._keyring().set_password(SERVICE, _key(location), text))
         except Exception as e:
             raise HeadUnavailable(f"the OS keyring cannot be written: {_describe(e)}") from None
 

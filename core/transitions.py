@@ -16,7 +16,9 @@ Events and what they mean (the payloads are what the consistency fold reads):
 - ``step.decided``     {decision}                        the decision, verbatim
 - ``step.policy``      {request, decision, policy}       an evaluation, re-checkable
 - ``approval.requested`` {approval, kind, hash, reason}  step pending, run WAITING_FOR_APPROVAL
-- ``approval.decided`` {approval, status, by, reason}    approved / rejected
+- ``approval.decided`` {approval, status, by, reason, request_hash, key, mac}
+                                                         approved / rejected, signed (key and
+                                                         mac null when unauthenticated)
 - ``approval.closed``  {approval, status}                superseded / expired
 - ``step.tool_started`` {request, request_hash, approval} step executing, run RUNNING
 - ``step.observed``    {status, observation}             step done / failed / denied
@@ -26,6 +28,8 @@ Events and what they mean (the payloads are what the consistency fold reads):
 Events of no run (the operator's configuration; no state table changes):
 
 - ``policy.changed``   {before, after, policy, by}       the rules' identity changed
+- ``operator.unauthenticated`` {by, reason}            decisions are no longer signed
+- ``operator.authenticated``   {by}                    they are signed again
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 from core import canonical
 from core.canonical import JSONValue
 from core.limits import Limits
+from core.operator_key import Signature
 from core.records import ApprovalView, RunView
 from core.store import Transaction
 
@@ -256,7 +261,14 @@ def request_approval(
 
 
 def decide_approval(
-    tx: Transaction, approval: ApprovalView, *, status: str, by: str, reason: str, at: str
+    tx: Transaction,
+    approval: ApprovalView,
+    *,
+    status: str,
+    by: str,
+    reason: str,
+    at: str,
+    signed: Signature,
 ) -> None:
     tx.execute(
         "UPDATE approvals SET status = ?, decided_by = ?, decided_reason = ?, decided_at = ?"
@@ -265,7 +277,15 @@ def decide_approval(
     )
     tx.append_event(
         kind="approval.decided",
-        payload={"approval": approval.id, "status": status, "by": by, "reason": reason},
+        payload={
+            "approval": approval.id,
+            "status": status,
+            "by": by,
+            "reason": reason,
+            "request_hash": approval.request_hash,
+            "key": signed.key,
+            "mac": signed.mac,
+        },
         at=at,
         run_id=approval.run_id,
         step=approval.step,
@@ -314,7 +334,7 @@ def start_tool(
 
 def record_config_change(tx: Transaction, kind: str, payload: JSONValue, *, at: str) -> None:
     """An event of no run: a change to the operator's configuration."""
-    if kind not in ("policy.changed",):
+    if kind not in ("policy.changed", "operator.unauthenticated", "operator.authenticated"):
         raise ValueError(f"{kind!r} is not a configuration event")
     tx.append_event(kind=kind, payload=payload, at=at)
 

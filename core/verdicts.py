@@ -10,9 +10,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from core import canonical
+from core import canonical, operator_key
+from core.anchor import Anchor
 from core.canonical import JSONValue
 from core.errors import TTLRefused
+from core.operator_key import OperatorKey
 from core.policy import DUPLICATE_KIND, DefaultPolicy, Policy
 from core.records import ApprovalView, RunView, StepView
 from core.store import Store
@@ -52,6 +54,12 @@ class Reconciled:
         return cls("unknown")
 
 
+def _keyring_anchor() -> Anchor:
+    from core.heads import KeyringHeadStore
+
+    return Anchor(KeyringHeadStore())
+
+
 @dataclass(frozen=True)
 class GateConfig:
     store: Store
@@ -65,6 +73,13 @@ class GateConfig:
     # Asked, on takeover, about a step found executing a tool that is not read-only and not
     # idempotent: did the call take effect? Without it, such a step waits for the operator.
     reconcile: Callable[[Request], Reconciled] | None = None
+    # Checks that a grant is the operator's authenticated decision (core/operator_key.py);
+    # the OS keyring's, read once per process, unless given another.
+    operator: OperatorKey = field(default_factory=operator_key.default)
+    # Keeps the head outside the database before an approved side effect (core/anchor.py):
+    # the OS keyring's, unless given another; None runs grants unanchored (a library user's
+    # choice, never the proxy's).
+    anchor: Anchor | None = field(default_factory=_keyring_anchor)
 
     def __post_init__(self) -> None:
         # Zero or less lapses as it is taken and the heartbeat (every TTL/3) never sleeps; not

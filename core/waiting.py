@@ -6,7 +6,10 @@ Rules:
    policy's kind (``approval`` when it names none); the session that paused it is over.
 2. Attaching a run whose approval is still pending answers ``pending`` and the session is over;
    one whose approval is neither pending nor approved raises ``RunStateError``.
-3. An approved grant must still bind its step (``approvals.check_binding``). A grant whose tool
+3. An approved grant must still bind its step (``approvals.check_binding``) and be the operator's
+   authenticated decision (``core.operator_key`` rule 3), checked again in the transaction that
+   starts its tool; else ``DecisionUnauthenticated`` (or ``OperatorKeyUnavailable``), and
+   nothing is written. A grant whose tool
    is gone or whose spec hash changed ends the run as ``tool_changed``; a grant whose TTL ran out
    cancels it as ``approval_expired``. Neither runs anything.
 4. The policy is evaluated again on the same canonical request. An ``approve`` of the grant's
@@ -24,6 +27,7 @@ Rules:
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from core import approvals, canonical, transitions
 from core.canonical import JSONValue
@@ -56,11 +60,12 @@ def attach(s: Hold) -> Verdict:
     if approval.status != "approved":
         raise RunStateError(f"approval {approval.id} is {approval.status}")
     approvals.check_binding(approval, step, None)
+    decided_at = authenticated(s, approval)
     tool = gate.tools.get(step.tool or "")
     if tool is None or tool.spec_hash != step.tool_spec_hash:
         return end_waiting(s, step, approval, "tool_changed", at, closing="expired")
     ttl = run.limits.grant_ttl_seconds
-    decided = datetime.fromisoformat(approval.decided_at or approval.created_at)
+    decided = datetime.fromisoformat(decided_at)
     if ttl is not None and (now - decided).total_seconds() >= ttl:
         return end_waiting(s, step, approval, "approval_expired", at, closing="expired")
 
@@ -150,6 +155,16 @@ def request_of(s: Hold, step: StepView) -> Request | None:
         arguments=step.arguments,
         request_hash=step.request_hash or "",
     )
+
+
+def authenticated(s: Hold, approval: ApprovalView, conn: Any = None) -> str:
+    """The time of the operator's authenticated decision granting ``approval``, or the named
+    refusal (``core.operator_key`` rule 3): the approvals table never grants by itself."""
+    gate = s._gate
+    if conn is not None:
+        return gate.config.operator.check_grant(conn, s._store.database_id, approval)
+    with s._store.snapshot() as snap:
+        return gate.config.operator.check_grant(snap, s._store.database_id, approval)
 
 
 def check_waiting(s: Hold, tx: Transaction, approval: ApprovalView) -> None:

@@ -5,7 +5,8 @@ Rules:
 1. On start the whole chain is verified against the head kept for this database; after each
    wake-up only the events since the last witnessed head are (the head's own event must still
    carry its hash).
-2. A chain that verifies moves the kept head forward (only the witness writes heads).
+2. A chain that verifies moves the kept head forward, never back (core/anchor.py: proxies also
+   anchor it, before each approved side effect).
 3. A chain that does not verify is an alarm naming the first bad event. The alarm stays (also
    across restarts: it is kept in a file beside the database) until the operator acknowledges
    it; while it stands, the head is not moved.
@@ -18,8 +19,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.anchor import Anchor
 from core.chain import Head
-from core.errors import ChainBroken, HeadUnavailable
+from core.errors import ChainBroken, DatabaseRestored, NotAnchored
 from core.heads import HeadStore
 from core.store import Store
 from core.verify import verify
@@ -47,7 +49,14 @@ class Witness:
         return self._check(start=None)
 
     def advance(self) -> WitnessState:
-        """Verify what was appended since the last head this witness vouched for."""
+        """Verify what was appended since the last head this witness vouched for; nothing,
+        and no keyring call, when nothing was (a wake need not have written anything)."""
+        if self._last is not None and self.store.head() == self._last:
+            return self.state
+        return self._check(start=self._last)
+
+    def retry(self) -> WitnessState:
+        """Try the keyring again (a head not kept yet), whether or not anything was appended."""
         return self._check(start=self._last)
 
     def acknowledge(self) -> WitnessState:
@@ -63,12 +72,16 @@ class Witness:
             return self._raise_alarm(f"{e} [{type(e).__name__}]", e.seq)
         head = report.head
         anchored, detail = False, report.detail
-        if not self.state.alarm:
+        if not self.state.alarm and self.state.anchored and self.state.head == head:
+            anchored = True  # kept already: the keyring is written when the head moved only
+        elif not self.state.alarm:
             try:
-                self.heads.save(self.store.path, head)
+                Anchor(self.heads).advance(self.store, head)  # forward only (core/anchor.py)
                 anchored = True
-            except HeadUnavailable as e:
+            except NotAnchored as e:
                 detail = str(e)
+            except DatabaseRestored as e:  # a proxy anchored further since, on another chain
+                return self._raise_alarm(f"{e} [DatabaseRestored]", head.seq)
         self._last = head
         self.state = WitnessState(anchored, head, self.state.alarm, self.state.alarm_seq, detail)
         return self.state

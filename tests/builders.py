@@ -6,60 +6,38 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from core import canonical, transitions
 from core.chain import Head
+from core.limits import Limits
 from core.store import Store, format_time
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 def record_run(store: Store, run_id: str, *, steps: int = 2, start: datetime = T0) -> Head:
-    """One run of ``steps`` allowed tool calls, ending COMPLETED; returns the chain head."""
+    """One run of ``steps`` tool calls, each started and done, ending COMPLETED, written through
+    core.transitions (so its events rebuild its rows); returns the chain head."""
     at = format_time(start)
     with store.transaction() as tx:
-        tx.execute(
-            "INSERT INTO runs (id, goal, status, limits, created_at, updated_at)"
-            " VALUES (?, ?, 'RUNNING', '{}', ?, ?)",
-            (run_id, f"goal of {run_id}", at, at),
-        )
-        tx.append_event(
-            kind="run.started", payload={"goal": f"goal of {run_id}"}, at=at, run_id=run_id
-        )
+        transitions.start_run(tx, run_id=run_id, goal=f"goal of {run_id}", limits=Limits(),
+                              owner="builder", expires=0.0, at=at)  # fmt: skip
     for i in range(steps):
         at = format_time(start + timedelta(seconds=i + 1))
         args = {"path": f"/tmp/{run_id}/{i}", "n": i}
         with store.transaction() as tx:
+            transitions.start_step(tx, run_id, i, at=at)
             tx.execute(
-                "INSERT INTO steps (run_id, idx, status, tool_name, arguments, started_at)"
-                " VALUES (?, ?, 'executing', 'write_file', ?, ?)",
-                (run_id, i, str(args), at),
-            )
-            tx.append_event(
-                kind="step.tool_started",
-                payload={"tool": "write_file", "args": args},
-                at=at,
-                run_id=run_id,
-                step=i,
+                "UPDATE steps SET tool_name = 'write_file', arguments = ? WHERE run_id = ?"
+                " AND idx = ?",
+                (canonical.dumps_text(args), run_id, i),
             )
         with store.transaction() as tx:
-            tx.execute(
-                "UPDATE steps SET status = 'done', ended_at = ? WHERE run_id = ? AND idx = ?",
-                (at, run_id, i),
-            )
-            tx.append_event(
-                kind="step.observed",
-                payload={"ok": True, "summary": f"wrote {i}"},
-                at=at,
-                run_id=run_id,
-                step=i,
-            )
+            transitions.finish_step(tx, run_id, i, status="done", active_seconds=0.0, at=at,
+                                    observation={"ok": True, "result": f"wrote {i}"})  # fmt: skip
     at = format_time(start + timedelta(seconds=steps + 1))
     with store.transaction() as tx:
-        tx.execute(
-            "UPDATE runs SET status = 'COMPLETED', end_reason = 'completed', updated_at = ?"
-            " WHERE id = ?",
-            (at, run_id),
-        )
-        return tx.append_event(kind="run.completed", payload={"result": None}, at=at, run_id=run_id)
+        transitions.end_run(tx, run_id, status="COMPLETED", reason="completed", at=at)
+    return store.head()
 
 
 def record_runs(store: Store, count: int, *, steps: int = 2) -> Head:

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from core import paths
-from core.errors import SignoffError
+from core import operator_key, paths
+from core.errors import OperatorKeyUnavailable, SignoffError
 from core.records import ApprovalView, read_approval
 from core.store import Store
 
@@ -199,7 +199,18 @@ def configure(home: Path, ui: Out) -> None:
         " (with a closer look).",
         indent=2,
     )
-    Store.open(paths.database_path()).close()  # one creator, before the app and the proxy
+    with Store.open(paths.database_path()) as store:  # one creator, before the app and proxy
+        try:
+            operator_key.default().key_for_deciding(store)
+        except OperatorKeyUnavailable as e:
+            operator_key.choose_mode(store, unauthenticated=True, by="signoff demo",
+                                     reason=f"no OS keyring: {e}")  # fmt: skip
+            ui.say(
+                "This machine has no usable OS keyring, so the demo's decisions are not signed"
+                " (`signoff decisions unauthenticated`, recorded in its chain). With a keyring,"
+                " each decision is signed with a key kept there, and only a signed approval runs.",
+                indent=2,
+            )
 
 
 def signoff_cli(ui: Out, *argv: str) -> None:

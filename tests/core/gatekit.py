@@ -12,6 +12,7 @@ from typing import Any
 from core import canonical
 from core.gate import Gate, GateConfig
 from core.policy import DefaultPolicy, Policy
+from core.replay import rebuild as core_rebuild
 from core.store import Store
 from core.tools import SideEffect, Tool
 
@@ -119,49 +120,7 @@ def check_completeness(store: Store) -> None:
 
 def rebuild(store: Store) -> dict[str, Any]:
     """The state of every run, approval and step, rebuilt from the events alone."""
-    runs: dict[str, dict[str, Any]] = {}
-    steps: dict[tuple[str, int], dict[str, Any]] = {}
-    approvals: dict[str, dict[str, Any]] = {}
-    rows = store._conn.execute(
-        "SELECT run_id, step_idx, kind, payload FROM events ORDER BY seq"
-    ).fetchall()
-    for run_id, idx, kind, text in rows:
-        p = canonical.loads(text)
-        assert isinstance(p, dict)
-        if run_id is None:  # an event of no run (the operator's configuration): no state
-            assert kind in ("policy.changed",), kind
-            continue
-        run = runs.setdefault(run_id, {})
-        if kind == "run.started":
-            run.update(status="RUNNING", end_reason=None, result=None, step_count=0, failures=0)
-        elif kind == "run.resumed":
-            run["status"] = "RUNNING"
-        elif kind == "run.ended":
-            run.update(status=p["status"], end_reason=p["reason"], result=p["result"])
-        elif kind == "step.started":
-            steps[(run_id, idx)] = {"status": "deciding", "decision": None, "observation": None}
-            run["step_count"] += 1
-        elif kind == "step.decided":
-            steps[(run_id, idx)]["decision"] = p["decision"]
-        elif kind == "approval.requested":
-            steps[(run_id, idx)]["status"] = "pending"
-            run["status"] = "WAITING_FOR_APPROVAL"
-            approvals[p["approval"]] = {"status": "pending", "kind": p["kind"], "hash": p["hash"]}
-        elif kind in ("approval.decided", "approval.closed"):
-            approvals[p["approval"]]["status"] = p["status"]
-        elif kind == "step.tool_started":
-            steps[(run_id, idx)]["status"] = "executing"
-            run["status"] = "RUNNING"
-            if p["approval"] is not None:
-                approvals[p["approval"]]["status"] = "consumed"
-        elif kind == "step.observed":
-            steps[(run_id, idx)].update(status=p["status"], observation=p["observation"])
-            run["failures"] = 0 if p["status"] == "done" else run["failures"] + 1
-        elif kind == "step.interrupted":
-            steps[(run_id, idx)]["status"] = "interrupted"
-        elif kind in ("run.takeover", "run.collected", "step.reconciled", "step.policy"):
-            pass  # a new owner, a hook's answer, an evaluation: no state of their own
-    return {"runs": runs, "steps": steps, "approvals": approvals}
+    return core_rebuild(store._conn)
 
 
 def check_consistency(store: Store) -> None:

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from core import canonical
 from core.approvals import approve
 from core.decisions import Decision
 from core.driver import Driver
@@ -65,10 +66,21 @@ def _record(store: Store) -> dict[str, Any]:
         "SELECT id, goal, status, end_reason, result, limits, step_count, consecutive_failures,"
         " active_seconds, created_at, updated_at FROM runs"
     ).fetchall()
-    tables["events"] = conn.execute(
-        "SELECT seq, run_id, step_idx, kind, payload, at FROM events ORDER BY seq"
-    ).fetchall()
+    tables["events"] = [
+        (*row[:4], _unsigned(row[3], row[4]), row[5])
+        for row in conn.execute(
+            "SELECT seq, run_id, step_idx, kind, payload, at FROM events ORDER BY seq"
+        )
+    ]
     return tables
+
+
+def _unsigned(kind: str, payload: str) -> Any:
+    """A decision's payload without its MAC and key id: each database has its own key."""
+    value = canonical.loads(payload)
+    if kind == "approval.decided":
+        assert isinstance(value, dict) and len(value.pop("mac")) == 64 and value.pop("key")
+    return value
 
 
 def _run(tmp_path: Path, name: str, loop) -> tuple[dict[str, Any], list, list]:

@@ -1,0 +1,122 @@
+"""Anchoring the chain's head outside the database before an approved side effect starts.
+
+Rules:
+
+1. The kept head (core/heads.py) only moves forward: every writer (each proxy's gate, the tray's
+   witness) takes the lock beside the database, reads the kept head, and writes its own only
+   when it is further along the same database's chain. Two writers never move it backwards.
+2. Before the kept head is moved, and before a grant is executed, the database must still hold
+   the kept head: the same database, the event at the head's sequence with the head's hash.
+   One that does not (a copy restored from before it, a rewritten log, another database) raises
+   ``DatabaseRestored``, naming what differs; nothing runs.
+3. An approved side effect starts only once the head that includes its ``step.tool_started``
+   is kept: a database restored from before that point then executes nothing (rule 2).
+4. A keyring that fails or does not answer in time raises ``NotAnchored``: nothing runs.
+
+The compare-before-write runs whole on the keyring's call thread (core/keyring_calls.py), under
+the lock, so a caller that gave up waiting never leaves half of one behind.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from core import keyring_calls
+from core.chain import Head
+from core.errors import DatabaseRestored, HeadUnavailable, LockTimeout, NotAnchored
+from core.filelock import locked
+from core.heads import HeadStore
+from core.store import Store
+
+LOCK_SECONDS = 10.0
+
+
+class Anchor:
+    """Keeps ``store``'s head in ``heads`` before approved side effects (rules 1-4)."""
+
+    def __init__(self, heads: HeadStore, timeout: float = keyring_calls.TIMEOUT) -> None:
+        self.heads = heads
+        self.timeout = timeout
+
+    def check(self, store: Store) -> Head | None:
+        """The kept head, after checking that the database still holds it (rule 2)."""
+        try:
+            kept = self.heads.load(store.path)
+        except HeadUnavailable as e:
+            raise NotAnchored(f"the chain's head cannot be read from the keyring: {e}") from None
+        if kept is not None:
+            holds(store, kept)
+        return kept
+
+    def advance(self, store: Store, head: Head) -> Head:
+        """Keep ``head`` (or leave a further one kept), rule 1; the head kept afterwards."""
+
+        def compare_and_write() -> Head:
+            with locked(lock_path(store), LOCK_SECONDS):
+                kept = self.heads.load(path)
+                if kept is not None:
+                    _holds_read_apart(path, database_id, kept)
+                    if kept.database_id == head.database_id and kept.seq >= head.seq:
+                        return kept
+                self.heads.save(path, head)
+                return head
+
+        path, database_id = store.path, store.database_id
+        try:
+            return keyring_calls.call(compare_and_write, self.timeout + LOCK_SECONDS)
+        except DatabaseRestored:
+            raise
+        except (HeadUnavailable, LockTimeout, keyring_calls.KeyringTimeout, OSError) as e:
+            raise NotAnchored(f"the chain's head cannot be kept in the keyring: {e}") from None
+
+
+def holds(store: Store, kept: Head) -> None:
+    """Raise ``DatabaseRestored`` unless the database holds ``kept`` (rule 2)."""
+    _holds(store.path, store.database_id, kept, store.event_rows)
+
+
+def _holds(path: Path, database_id: str, kept: Head, event_rows: Callable[..., list[Any]]) -> None:
+    if kept.database_id != database_id:
+        raise DatabaseRestored(
+            f"the database at {path} is {database_id}, but the head kept for this place is of"
+            f" database {kept.database_id}: it was replaced. Nothing runs."
+        )
+    if kept.seq == 0:
+        return
+    rows = event_rows(kept.seq - 1, kept.seq, 1)
+    if not rows:
+        raise DatabaseRestored(
+            f"the database ends before event {kept.seq}, which was anchored before an approved"
+            " side effect: an older copy was put back, or events were deleted. Nothing runs."
+        )
+    if rows[0][6] != kept.hash:
+        raise DatabaseRestored(
+            f"event {kept.seq} is not the event anchored there before an approved side effect:"
+            " the database was restored from an older copy and written since, or rewritten."
+            " Nothing runs."
+        )
+
+
+def _holds_read_apart(path: Path, database_id: str, kept: Head) -> None:
+    """``holds`` through a connection of its own: the store's belongs to its caller's thread."""
+    conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=LOCK_SECONDS)
+    try:
+
+        def event_rows(after: int, up_to: int, limit: int) -> list[Any]:
+            return conn.execute(
+                "SELECT seq, run_id, step_idx, kind, payload, at, hash FROM events"
+                " WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                (after, up_to, limit),
+            ).fetchall()
+
+        _holds(path, database_id, kept, event_rows)
+    finally:
+        conn.close()
+
+
+def lock_path(store: Store) -> Path:
+    return store.path.with_name(store.path.name + ".lock")

@@ -1,0 +1,56 @@
+"""Calls into the OS keyring, each with a deadline.
+
+A keyring can block a call for as long as it likes: a locked Secret Service shows an unlock
+prompt and answers when somebody deals with it, a daemon that stopped in the middle of a call may
+never answer. ``call(fn, timeout)`` runs ``fn`` on a daemon thread and gives up waiting after
+``timeout`` seconds with ``KeyringTimeout``. The thread goes on until the keyring answers, so
+whatever ``fn`` does must be complete and safe on its own (a compare-before-write under a lock,
+never half of one). While a call is still stuck, the next one fails at once rather than piling a
+second thread on the same prompt.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+TIMEOUT = 5.0  # seconds: a keyring that answers at all answers within milliseconds
+
+
+class KeyringTimeout(Exception):
+    """The keyring did not answer in time (locked, its prompt up, or gone)."""
+
+
+_stuck: threading.Thread | None = None
+_guard = threading.Lock()
+
+
+def call(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
+    """``fn()``'s result or exception, or ``KeyringTimeout`` after ``timeout`` seconds."""
+    global _stuck
+    with _guard:
+        if _stuck is not None and _stuck.is_alive():
+            raise KeyringTimeout("the keyring has not yet answered an earlier call (locked?)")
+        _stuck = None
+    box: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, fn()))
+        except BaseException as e:  # handed to the caller below
+            box.append((False, e))
+
+    thread = threading.Thread(target=run, name="signoff-keyring", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        with _guard:
+            _stuck = thread
+        raise KeyringTimeout(f"the keyring did not answer within {timeout:g} s (locked?)")
+    ok, value = box[0]
+    if not ok:
+        raise value  # type: ignore[misc]
+    return value  # type: ignore[return-value]

@@ -1,0 +1,343 @@
+"""The operator key: what makes an approval the operator's, and not a write to a file.
+
+Rules:
+
+1. Each database has its own key: 32 random bytes in the OS keyring (service ``signoff``, user
+   ``operator-key:<database id>``), made by the first decision on that database (under a lock
+   beside it, so two deciders make one key), never written to the database or beside it.
+2. A decision (approve or reject) is authenticated with HMAC-SHA-256 under that key, over the
+   RFC 8785 form of ``{"v", "database", "approval", "run", "step", "request_hash", "status",
+   "by", "at", "reason"}``. The MAC and the key's id go into the ``approval.decided`` event, so
+   the chain carries them.
+3. A grant is executed only on exactly one ``approval.decided`` event of that approval in the
+   chain, saying ``approved``, naming the approval's run, step and request hash, whose MAC
+   verifies under this database's key. Anything else raises ``DecisionUnauthenticated``; a key
+   that cannot be read raises ``OperatorKeyUnavailable`` (nothing runs, the request waits).
+   The approvals table is a view for queries, never the authority for a grant.
+4. Unauthenticated mode is the operator's explicit choice, an ``operator.unauthenticated``
+   event of no run (``signoff decisions unauthenticated``), undone by ``operator.authenticated``;
+   the latest of the two holds. In it a decision carries no MAC and a grant needs none, except
+   where the keyring holds a key for the database: a database that once had a key is never
+   downgraded by an event anybody who can write the file could append.
+5. A key is read from the keyring once per process and database, and kept in memory; each
+   keyring call has a deadline (core/keyring_calls.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from core import canonical, keyring_calls
+from core.canonical import JSONValue
+from core.errors import (
+    DecisionUnauthenticated,
+    JSONRefused,
+    LockTimeout,
+    OperatorKeyUnavailable,
+)
+from core.filelock import locked
+from core.records import ApprovalView
+
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
+
+    from core.store import Store
+
+SERVICE = "signoff"
+VERSION = "signoff.decision.v1"
+MODE_KINDS = ("operator.unauthenticated", "operator.authenticated")
+LOCK_SECONDS = 10.0
+
+
+class KeyStore(Protocol):
+    def load(self, database_id: str) -> bytes | None:
+        """The key kept for this database, or None; raises ``OperatorKeyUnavailable``."""
+        ...
+
+    def save(self, database_id: str, key: bytes) -> None:
+        """Keep ``key`` for this database; raises ``OperatorKeyUnavailable``."""
+        ...
+
+
+def _user(database_id: str) -> str:
+    return f"operator-key:{database_id}"
+
+
+class MemoryKeyStore:
+    """Keys in this process only: for tests, and for a library user's own keeping."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, bytes] = {}
+
+    def load(self, database_id: str) -> bytes | None:
+        return self.keys.get(database_id)
+
+    def save(self, database_id: str, key: bytes) -> None:
+        self.keys[database_id] = key
+
+
+class KeyringKeyStore:
+    """Keys in the OS keyring through the ``keyring`` package (or a given backend)."""
+
+    def __init__(self, backend: KeyringBackend | None = None) -> None:
+        self._backend = backend
+
+    def _keyring(self) -> KeyringBackend:
+        if self._backend is not None:
+            return self._backend
+        import keyring
+
+        return keyring.get_keyring()
+
+    def load(self, database_id: str) -> bytes | None:
+        try:
+            text = keyring_calls.call(
+                lambda: self._keyring().get_password(SERVICE, _user(database_id))
+            )
+        except Exception as e:  # any backend failure: the key cannot be read
+            raise OperatorKeyUnavailable(
+                f"the operator key cannot be read from the OS keyring: {_describe(e)}"
+            ) from None
+        if text is None:
+            return None
+        try:
+            key = base64.b64decode(text, validate=True)
+        except ValueError:
+            key = b""
+        if len(key) != 32:
+            raise OperatorKeyUnavailable("the operator key in the OS keyring is not a Signoff key")
+        return key
+
+    def save(self, database_id: str, key: bytes) -> None:
+        text = base64.b64encode(key).decode()
+        try:
+            keyring_calls.call(
+                lambda: self._keyring().set_password(SERVICE, _user(database_id), text)
+            )
+        except Exception as e:
+            raise OperatorKeyUnavailable(
+                f"the operator key cannot be written to the OS keyring: {_describe(e)}"
+            ) from None
+
+
+def _describe(e: BaseException) -> str:
+    return str(e) or type(e).__name__
+
+
+def key_id(key: bytes) -> str:
+    """A name for a key that reveals nothing of it."""
+    return hashlib.sha256(b"signoff.operator-key.id\x00" + key).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What an ``approval.decided`` event carries to prove who decided: both None when the
+    operator chose unauthenticated mode."""
+
+    key: str | None
+    mac: str | None
+
+
+def decision_fields(
+    database_id: str, approval: ApprovalView, *, status: str, by: str, at: str, reason: str
+) -> dict[str, JSONValue]:
+    return {
+        "v": VERSION,
+        "database": database_id,
+        "approval": approval.id,
+        "run": approval.run_id,
+        "step": approval.step,
+        "request_hash": approval.request_hash,
+        "status": status,
+        "by": by,
+        "at": at,
+        "reason": reason,
+    }
+
+
+def mac(key: bytes, fields: dict[str, JSONValue]) -> str:
+    return hmac.new(key, canonical.dumps(fields), hashlib.sha256).hexdigest()
+
+
+def unauthenticated_mode(conn: sqlite3.Connection) -> bool:
+    """Whether the operator's latest choice, in the chain, is unauthenticated decisions."""
+    row = conn.execute(
+        "SELECT kind FROM events WHERE run_id IS NULL AND kind IN (?, ?) ORDER BY seq DESC LIMIT 1",
+        MODE_KINDS,
+    ).fetchone()
+    return row is not None and row[0] == "operator.unauthenticated"
+
+
+class OperatorKey:
+    """Signs the operator's decisions and checks grants, with keys from ``keys``."""
+
+    def __init__(self, keys: KeyStore) -> None:
+        self.keys = keys
+        self._cache: dict[str, bytes] = {}
+        self._guard = threading.Lock()
+
+    def key(self, database_id: str) -> bytes | None:
+        """This database's key (read once, then kept), or None when the keyring holds none."""
+        with self._guard:
+            cached = self._cache.get(database_id)
+        if cached is not None:
+            return cached
+        key = self.keys.load(database_id)
+        if key is not None:
+            with self._guard:
+                self._cache[database_id] = key
+        return key
+
+    def key_for_deciding(self, store: Store) -> bytes:
+        """This database's key, made now (once, under a lock) when none exists yet."""
+        key = self.key(store.database_id)
+        if key is not None:
+            return key
+        try:
+            with locked(_lock_path(store.path), LOCK_SECONDS):
+                key = self.keys.load(store.database_id)
+                if key is None:
+                    self.keys.save(store.database_id, secrets.token_bytes(32))
+                    key = self.keys.load(store.database_id)  # what the keyring kept
+        except (LockTimeout, OSError) as e:
+            raise OperatorKeyUnavailable(f"the operator key cannot be made: {e}") from None
+        if key is None:
+            raise OperatorKeyUnavailable("the OS keyring did not keep the new operator key")
+        with self._guard:
+            self._cache[store.database_id] = key
+        return key
+
+    def key_for_signing(self, store: Store) -> bytes | None:
+        """The key a decision on this database is signed with: None only in unauthenticated
+        mode without a usable key (rule 4). Read before the decision's transaction, so that no
+        keyring call ever waits inside the database's write lock."""
+        with store.snapshot() as conn:
+            unauthenticated = unauthenticated_mode(conn)
+        if not unauthenticated:
+            return self.key_for_deciding(store)
+        try:
+            return self.key(store.database_id)
+        except OperatorKeyUnavailable:
+            return None
+
+    def check_grant(
+        self, conn: sqlite3.Connection, database_id: str, approval: ApprovalView
+    ) -> str:
+        """Raise unless the chain holds the authenticated decision approving exactly this
+        approval's request (rule 3); return the decision's time, as authenticated."""
+        rows = conn.execute(
+            "SELECT seq, payload, at FROM events WHERE run_id = ? AND step_idx = ?"
+            " AND kind = 'approval.decided'",
+            (approval.run_id, approval.step),
+        ).fetchall()
+        mine: list[tuple[int, dict[str, JSONValue], str]] = []
+        for seq, text, at in rows:
+            try:
+                payload = canonical.loads(text)
+            except JSONRefused:
+                continue
+            if isinstance(payload, dict) and payload.get("approval") == approval.id:
+                mine.append((seq, payload, at))
+        where = f"approval {approval.id} (run {approval.run_id}, step {approval.step})"
+        if len(mine) != 1:
+            raise DecisionUnauthenticated(
+                f"{where} is recorded as approved, but the chain holds {len(mine)} decisions of"
+                " it, not one: nobody approved it. Nothing runs."
+            )
+        seq, payload, at = mine[0]
+        if payload.get("status") != "approved":
+            raise DecisionUnauthenticated(
+                f"{where} is recorded as approved, but its decision (event {seq}) says"
+                f" {payload.get('status')!r}. Nothing runs."
+            )
+        if payload.get("request_hash") != approval.request_hash:
+            raise DecisionUnauthenticated(
+                f"{where}: its decision (event {seq}) approved another request than the one"
+                " recorded now. Nothing runs."
+            )
+        sent = payload.get("mac")
+        if sent is None:
+            try:
+                key = self.key(database_id)
+            except OperatorKeyUnavailable:
+                key = None  # no keyring here: the mode the operator chose is all there is
+            if key is None and unauthenticated_mode(conn):
+                return at
+            why = (
+                "the keyring holds an operator key for this database"
+                if key is not None
+                else "the operator did not choose unauthenticated decisions"
+            )
+            raise DecisionUnauthenticated(
+                f"{where}: its decision (event {seq}) carries no MAC, and {why}. Nothing runs."
+            )
+        key = self.key(database_id)
+        if key is None:
+            raise OperatorKeyUnavailable(
+                f"{where}: the OS keyring holds no operator key for this database, so its"
+                " decision cannot be checked. Nothing runs."
+            )
+        by, reason = payload.get("by"), payload.get("reason")
+        if not isinstance(by, str) or not isinstance(reason, str) or not isinstance(sent, str):
+            raise DecisionUnauthenticated(f"{where}: its decision (event {seq}) is malformed.")
+        fields = decision_fields(database_id, approval, status="approved", by=by, at=at,
+                                 reason=reason)  # fmt: skip
+        if payload.get("key") != key_id(key) or not hmac.compare_digest(sent, mac(key, fields)):
+            raise DecisionUnauthenticated(
+                f"{where}: its decision (event {seq}) is not authenticated by this database's"
+                " operator key: nobody approved it. Nothing runs."
+            )
+        return at
+
+
+def signature(
+    key: bytes | None, database_id: str, approval: ApprovalView,
+    *, status: str, by: str, at: str, reason: str,
+) -> Signature:  # fmt: skip
+    """The signature of a decision; none without a key (unauthenticated mode)."""
+    if key is None:
+        return Signature(None, None)
+    fields = decision_fields(database_id, approval, status=status, by=by, at=at, reason=reason)
+    return Signature(key_id(key), mac(key, fields))
+
+
+def choose_mode(store: Store, *, unauthenticated: bool, by: str, reason: str = "") -> bool:
+    """Record the operator's choice of (un)authenticated decisions in the chain (rule 4);
+    False when it was already the mode."""
+    from core.store import utc_now
+    from core.transitions import record_config_change
+
+    with store.transaction("decisions mode") as tx:
+        if unauthenticated_mode(tx.conn) == unauthenticated:
+            return False
+        kind = MODE_KINDS[0] if unauthenticated else MODE_KINDS[1]
+        payload: dict[str, JSONValue] = {"by": by}
+        if unauthenticated:
+            payload["reason"] = reason
+        record_config_change(tx, kind, payload, at=utc_now())
+    return True
+
+
+def _lock_path(database: Path) -> Path:
+    return database.with_name(database.name + ".lock")
+
+
+_default: OperatorKey | None = None
+_default_guard = threading.Lock()
+
+
+def default() -> OperatorKey:
+    """The process's operator key over the OS keyring (one, so a key is read once)."""
+    global _default
+    with _default_guard:
+        if _default is None:
+            _default = OperatorKey(KeyringKeyStore())
+        return _default

@@ -1,0 +1,419 @@
+"""An approval nobody gave is never executed, and a database restored from before an approved
+side effect executes nothing (core/operator_key.py, core/anchor.py).
+
+The attacker here can write Signoff's files (the database, with the sqlite3 module or the
+store's own append) but cannot read the OS keyring: the operator key and the kept head live
+there. Each test builds the attack, then shows that the tool was not called, and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core import canonical, operator_key
+from core.anchor import Anchor
+from core.approvals import approve, reject
+from core.decisions import Decision
+from core.errors import (
+    DatabaseRestored,
+    DecisionUnauthenticated,
+    HeadUnavailable,
+    NotAnchored,
+    OperatorKeyUnavailable,
+    StateDisagrees,
+)
+from core.gate import Gate, VerdictOutcome
+from core.heads import KeyringHeadStore
+from core.operator_key import KeyringKeyStore, OperatorKey
+from core.records import read_approval
+from core.replay import check_state
+from core.store import Store
+from tests.conftest import ROOT, KeyringUnderTest
+from tests.core.gatekit import Calls, make_gate, standard_tools
+
+
+class Operator:
+    """The operator's side, over a real keyring backend: the key and the kept head."""
+
+    def __init__(self, keyring: KeyringUnderTest) -> None:
+        self.key = OperatorKey(KeyringKeyStore(keyring.backend))  # type: ignore[arg-type]
+        self.heads = KeyringHeadStore(keyring.backend)  # type: ignore[arg-type]
+        self.anchor = Anchor(self.heads)
+
+
+@pytest.fixture
+def operator(keyring_under_test: KeyringUnderTest) -> Operator:
+    return Operator(keyring_under_test)
+
+
+def gate(store: Store, operator: Operator, calls: Calls, **kw: object) -> Gate:
+    return make_gate(store, standard_tools(calls), operator=kw.pop("key", operator.key),
+                     anchor=kw.pop("anchor", operator.anchor), **kw)  # fmt: skip
+
+
+def pending(g: Gate, run_id: str = "r", n: int = 7) -> str:
+    """A write waiting for the operator; its approval id."""
+    s = g.begin(run_id, "goal", None)
+    v = s.step().propose(Decision.tool_call("write", {"n": n}))
+    assert v.outcome == VerdictOutcome.PENDING and v.approval is not None
+    return v.approval.id
+
+
+def attach_and_execute(g: Gate, run_id: str = "r") -> object:
+    s, v = g.attach(run_id)
+    assert v is not None and v.outcome == VerdictOutcome.ALLOWED, v
+    return asyncio.run(s.current().execute())
+
+
+def sql(store: Store, statement: str, params: tuple = ()) -> None:
+    """A write to the database file from outside Signoff, as an agent's file tool could."""
+    conn = sqlite3.connect(store.path)
+    conn.execute(statement, params)
+    conn.commit()
+    conn.close()
+
+
+def forge_decision(store: Store, approval_id: str, **payload: object) -> None:
+    """An ``approval.decided`` event appended with a chain hash that verifies (the chain is not
+    keyed), and the approvals row set to match: all a file writer can do."""
+    with store.snapshot() as conn:
+        approval = read_approval(conn, approval_id)
+    assert approval is not None
+    body = {"approval": approval_id, "status": "approved", "by": "operator", "reason": "",
+            "request_hash": approval.request_hash, "key": None, "mac": None, **payload}  # fmt: skip
+    with store.transaction() as tx:
+        tx.execute("UPDATE approvals SET status = 'approved', decided_by = 'operator',"
+                   " decided_at = created_at WHERE id = ?", (approval_id,))  # fmt: skip
+        tx.append_event(kind="approval.decided", payload=body, at=approval.created_at,
+                        run_id=approval.run_id, step=approval.step)  # fmt: skip
+
+
+def still_waiting(store: Store, run_id: str = "r") -> bool:
+    with store.snapshot() as conn:
+        (status,) = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return bool(status == "WAITING_FOR_APPROVAL")
+
+
+# --- a grant is executed only on an authenticated decision ---------------------------------
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_an_approvals_row_set_to_approved_with_no_event_executes_nothing(
+    home: Path, operator: Operator
+) -> None:
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        approval_id = pending(g)
+        sql(store, "UPDATE approvals SET status = 'approved', decided_by = 'operator:me',"
+                   " decided_at = created_at WHERE id = ?", (approval_id,))  # fmt: skip
+        with pytest.raises(DecisionUnauthenticated, match="0 decisions"):
+            g.attach("r")
+        assert calls.made == [] and still_waiting(store)
+        with pytest.raises(StateDisagrees) as e:
+            check_state(store, operator.key)
+        assert e.value.row == f"approvals {approval_id}"
+
+
+@pytest.mark.guarantee("G-KEY-1")
+@pytest.mark.parametrize("mac", [None, "0" * 64])
+def test_a_forged_decision_event_executes_nothing(
+    home: Path, operator: Operator, mac: str | None
+) -> None:
+    """No MAC, or a made-up one, on an event whose chain hash verifies."""
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        operator.key.key_for_deciding(store)  # the database has a key: a MAC is required
+        approval_id = pending(g)
+        forge_decision(store, approval_id, mac=mac, key=None if mac is None else "0" * 16)
+        with pytest.raises(DecisionUnauthenticated, match=r"MAC|operator key"):
+            g.attach("r")
+        assert calls.made == [] and still_waiting(store)
+        with pytest.raises(StateDisagrees):
+            check_state(store, operator.key)
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_a_decision_signed_by_another_databases_key_executes_nothing(
+    home: Path, operator: Operator
+) -> None:
+    """The same request in another database, really approved there: its event, copied byte
+    for byte, does not approve it here."""
+    calls = Calls()
+    other_home = home / "other"
+    other_home.mkdir(mode=0o700)
+    with Store.open(other_home / "signoff.db") as other:
+        approval_id = pending(gate(other, operator, Calls()))
+        approve(other, "r", approval_id, "operator", operator=operator.key)
+        (copied,) = other._conn.execute(
+            "SELECT payload FROM events WHERE kind = 'approval.decided'"
+        ).fetchone()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        assert pending(g) == approval_id  # same id, run, step and request hash
+        operator.key.key_for_deciding(store)
+        forge_decision(store, approval_id, **canonical.loads(copied))  # type: ignore[arg-type]
+        with pytest.raises(DecisionUnauthenticated, match="not authenticated"):
+            g.attach("r")
+        assert calls.made == [] and still_waiting(store)
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_a_decision_copied_from_another_approval_executes_nothing(
+    home: Path, operator: Operator
+) -> None:
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        first = pending(g, "r1", n=1)
+        second = pending(g, "r2", n=1)
+        approve(store, "r1", first, "operator", operator=operator.key)
+        (copied,) = store._conn.execute(
+            "SELECT payload FROM events WHERE kind = 'approval.decided'"
+        ).fetchone()
+        payload = canonical.loads(copied)
+        assert isinstance(payload, dict)
+        with store.snapshot() as conn:
+            wanted = read_approval(conn, second)
+        assert wanted is not None  # the copy renamed for it, down to its request hash:
+        forge_decision(store, second, **{**payload, "approval": second,
+                                         "request_hash": wanted.request_hash})  # fmt: skip
+        with pytest.raises(DecisionUnauthenticated, match="not authenticated"):
+            g.attach("r2")
+        assert calls.made == [] and still_waiting(store, "r2")
+        attach_and_execute(g, "r1")  # the real one still runs
+        assert calls.made == [("write", {"n": 1})]
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_an_approvals_row_edited_after_a_real_rejection_executes_nothing(
+    home: Path, operator: Operator
+) -> None:
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        approval_id = pending(g)
+        reject(store, "r", approval_id, "operator", "no", operator=operator.key)
+        sql(store, "UPDATE approvals SET status = 'approved' WHERE id = ?", (approval_id,))
+        sql(store, "UPDATE runs SET status = 'WAITING_FOR_APPROVAL', end_reason = NULL")
+        sql(store, "UPDATE steps SET status = 'pending', observation = NULL")
+        with pytest.raises(DecisionUnauthenticated, match="says 'rejected'"):
+            g.attach("r")
+        assert calls.made == []
+        with pytest.raises(StateDisagrees) as e:
+            check_state(store, operator.key)
+        assert e.value.row == "runs r"
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_a_request_rewritten_after_a_real_approval_executes_nothing(
+    home: Path, operator: Operator
+) -> None:
+    """The step's arguments, the approval's request and its hash rewritten together, so the
+    binding check passes: the authenticated decision names the old hash."""
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        approval_id = pending(g)
+        approve(store, "r", approval_id, "operator", operator=operator.key)
+        with store.snapshot() as conn:
+            approval = read_approval(conn, approval_id)
+        assert approval is not None
+        request = canonical.loads(approval.request)
+        assert isinstance(request, dict)
+        request["arguments"] = {"n": 666}
+        new_hash = canonical.sha256_hex(request)
+        sql(store, "UPDATE steps SET arguments = ? WHERE run_id = 'r'", ('{"n":666}',))
+        sql(store, "UPDATE approvals SET request = ?, request_hash = ? WHERE id = ?",
+            (canonical.dumps_text(request), new_hash, approval_id))  # fmt: skip
+        with pytest.raises(DecisionUnauthenticated, match="another request"):
+            g.attach("r")
+        assert calls.made == []
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_unsigned_decisions_run_only_in_the_unauthenticated_mode_the_operator_chose(
+    home: Path, operator: Operator
+) -> None:
+    """No key in the keyring: an unsigned decision is refused until the operator chooses
+    unauthenticated mode (recorded in the chain), then it runs, and verify can say so."""
+    calls = Calls()
+    failing = OperatorKey(KeyringKeyStore(_failing_backend()))
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls, key=failing, anchor=Anchor(KeyringHeadStore(
+            _failing_backend())))  # fmt: skip
+        approval_id = pending(g)
+        with pytest.raises(OperatorKeyUnavailable):
+            approve(store, "r", approval_id, "operator", operator=failing)
+        assert calls.made == []
+        forge_decision(store, approval_id)  # unsigned, before any choice
+        with pytest.raises(DecisionUnauthenticated, match="did not choose"):
+            g.attach("r")
+        assert calls.made == []
+    with Store.open(home / "second.db") as store:
+        g = gate(store, operator, calls, key=failing, anchor=Anchor(KeyringHeadStore(
+            _failing_backend())))  # fmt: skip
+        approval_id = pending(g)
+        assert operator_key.choose_mode(store, unauthenticated=True, by="operator", reason="x")
+        approve(store, "r", approval_id, "operator", operator=failing)
+        attach_and_execute(g)
+        assert calls.made == [("write", {"n": 7})]
+        assert check_state(store, failing) == 0  # nothing signed, nothing refused
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_a_database_with_a_key_is_not_downgraded_by_an_appended_mode_event(
+    home: Path, operator: Operator
+) -> None:
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        operator.key.key_for_deciding(store)
+        approval_id = pending(g)
+        operator_key.choose_mode(store, unauthenticated=True, by="anybody")  # a file write
+        forge_decision(store, approval_id)
+        with pytest.raises(DecisionUnauthenticated, match="holds an operator key"):
+            g.attach("r")
+        assert calls.made == []
+
+
+# --- a database restored from before an approved side effect executes nothing --------------
+
+
+def backup(store: Store, to: Path) -> None:
+    """A consistent copy, with SQLite's own backup API (what a backup tool or a sync takes)."""
+    target = sqlite3.connect(to)
+    store._conn.backup(target)
+    target.close()
+
+
+def restore(copy: Path, database: Path) -> None:
+    for suffix in ("-wal", "-shm"):
+        Path(str(database) + suffix).unlink(missing_ok=True)
+    shutil.copyfile(copy, database)
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_a_database_restored_from_before_an_approved_write_does_not_run_it_again(
+    home: Path, operator: Operator, tmp_path: Path
+) -> None:
+    calls = Calls()
+    database = home / "signoff.db"
+    with Store.open(database) as store:
+        g = gate(store, operator, calls)
+        approval_id = pending(g)
+        approve(store, "r", approval_id, "operator", operator=operator.key)
+        backup(store, tmp_path / "before.db")  # approved, not yet run
+        attach_and_execute(g)
+        kept = operator.heads.load(database)
+        assert kept is not None and kept.seq < store.head().seq  # its start, anchored
+    assert calls.made == [("write", {"n": 7})]
+    restore(tmp_path / "before.db", database)
+    with Store.open(database) as store:
+        g = gate(store, operator, calls)
+        s, v = g.attach("r")  # the grant looks valid: approved, signed, bound
+        assert v is not None and v.outcome == VerdictOutcome.ALLOWED
+        with pytest.raises(DatabaseRestored, match="ends before event"):
+            asyncio.run(s.current().execute())
+        assert not store._conn.execute(
+            "SELECT 1 FROM events WHERE kind = 'step.tool_started'"
+        ).fetchone()  # nothing was written either
+    assert calls.made == [("write", {"n": 7})]  # once
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_a_database_restored_from_after_the_anchor_runs_normally(
+    home: Path, operator: Operator, tmp_path: Path
+) -> None:
+    calls = Calls()
+    database = home / "signoff.db"
+    with Store.open(database) as store:
+        g = gate(store, operator, calls)
+        approve(store, "r", pending(g), "operator", operator=operator.key)
+        attach_and_execute(g)
+        backup(store, tmp_path / "after.db")
+    restore(tmp_path / "after.db", database)
+    with Store.open(database) as store:
+        g = gate(store, operator, calls, new_id=lambda: "ap-after")
+        approve(store, "r2", pending(g, "r2", n=8), "operator", operator=operator.key)
+        attach_and_execute(g, "r2")
+    assert calls.made == [("write", {"n": 7}), ("write", {"n": 8})]
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_a_keyring_failing_after_the_start_fails_the_step_and_runs_nothing(
+    home: Path, operator: Operator
+) -> None:
+    """The kept head read works, its write fails: the tool is not called, and the step says
+    so (it is known not to have run, so it is not left as 'may have run')."""
+    calls = Calls()
+
+    class SaveFails(KeyringHeadStore):
+        def save(self, location: Path, head: object) -> None:
+            raise HeadUnavailable("the keyring went away")
+
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls, anchor=Anchor(SaveFails(operator.heads._backend)))
+        approve(store, "r", pending(g), "operator", operator=operator.key)
+        with pytest.raises(NotAnchored):
+            attach_and_execute(g)
+        assert calls.made == []
+        row = store._conn.execute("SELECT status, end_reason FROM runs").fetchone()
+        assert tuple(row) == ("FAILED", "not_anchored")
+        check_state(store, operator.key)
+
+
+WRITER = """
+import sys
+from core.anchor import Anchor
+from core.heads import KeyringHeadStore
+from core.store import Store
+
+with Store.open(sys.argv[1]) as store:
+    anchor = Anchor(KeyringHeadStore())
+    for i in range(int(sys.argv[2])):
+        with store.transaction() as tx:
+            tx.append_event(kind="policy.changed", payload={"i": i}, at="t")
+        anchor.advance(store, store.head())
+"""
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_anchoring_from_several_processes_at_once_never_moves_the_head_back(
+    home: Path, operator: Operator, keyring_under_test: KeyringUnderTest
+) -> None:
+    """Three processes (as two proxies and the tray are), each appending and anchoring as fast
+    as it can, with the real keyring; this one reads the kept head throughout: its sequence
+    never decreases, and ends at the last event."""
+    database = home / "signoff.db"
+    Store.open(database).close()
+    env = {**os.environ, **keyring_under_test.env, "PYTHONPATH": str(ROOT)}
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(database), "20"], env=env)
+        for _ in range(3)
+    ]
+    seen: list[int] = []
+    while any(w.poll() is None for w in writers):
+        kept = operator.heads.load(database)
+        if kept is not None:
+            seen.append(kept.seq)
+    assert [w.returncode for w in writers] == [0, 0, 0]
+    kept = operator.heads.load(database)
+    assert kept is not None and kept.seq == 60
+    seen.append(kept.seq)
+    assert seen == sorted(seen) and len(set(seen)) > 1
+
+
+def _failing_backend() -> object:
+    from keyring.backends import fail
+
+    return fail.Keyring()
