@@ -4,7 +4,8 @@ Rules:
 
 1. Every run, step and approval row must be what its events make it (core/transitions.py lists
    them): a run's status, end reason, result, step count and failure count; a step's status,
-   decision and observation; an approval's status, kind and request hash. A row no event made,
+   decision and observation; an approval's status, kind, request hash, and who decided it, why
+   and when. A row no event made,
    or an event's row that is missing, disagrees too.
 2. Every approval decided (approved, rejected, consumed) has exactly one ``approval.decided``
    event, naming its request hash and authenticated by the operator key (core/operator_key.py);
@@ -90,9 +91,11 @@ def _fold(
     elif kind == "approval.requested":
         steps[(run_id, idx)]["status"] = "pending"  # type: ignore[index]
         run["status"] = "WAITING_FOR_APPROVAL"
-        approvals[p["approval"]] = {"status": "pending", "kind": p["kind"], "hash": p["hash"]}
+        approvals[p["approval"]] = {"status": "pending", "kind": p["kind"], "hash": p["hash"],
+                                    "by": None, "reason": None, "at": None}  # fmt: skip
     elif kind == "approval.decided":
-        approvals[p["approval"]]["status"] = p["status"]
+        approvals[p["approval"]].update(status=p["status"], by=p["by"], reason=p["reason"],
+                                        at=at)  # fmt: skip
         decided.setdefault(p["approval"], []).append((seq, p, at))
     elif kind == "approval.closed":
         approvals[p["approval"]]["status"] = p["status"]
@@ -179,9 +182,10 @@ def _compare_steps(conn: sqlite3.Connection, steps: dict[tuple[str, int], dict[s
 
 def _compare_approvals(conn: sqlite3.Connection, approvals: dict[str, dict[str, Any]]) -> None:
     rows = conn.execute(
-        "SELECT id, status, kind, request_hash FROM approvals ORDER BY created_at, rowid"
+        "SELECT id, status, kind, request_hash, decided_by, decided_reason, decided_at"
+        " FROM approvals ORDER BY created_at, rowid"
     ).fetchall()
-    for approval_id, status, kind, request_hash in rows:
+    for approval_id, status, kind, request_hash, by, reason, at in rows:
         made = approvals.get(approval_id)
         where = f"approvals {approval_id}"
         if made is None:
@@ -197,6 +201,12 @@ def _compare_approvals(conn: sqlite3.Connection, approvals: dict[str, dict[str, 
         if (kind, request_hash) != (made["kind"], made["hash"]):
             raise StateDisagrees(
                 f"approval {approval_id}'s kind or request hash is not the one requested",
+                row=where,
+            )
+        if (by, reason, at) != (made["by"], made["reason"], made["at"]):
+            raise StateDisagrees(
+                f"approval {approval_id} names another decider, reason or time than its"
+                " decision event",
                 row=where,
             )
     if len(rows) != len(approvals):

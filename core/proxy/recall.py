@@ -12,7 +12,10 @@ Rules:
    tray app is woken. Approved within the hold: the result is returned in the same call.
    Otherwise, or once the host cancels the call, the answer is prose: pending, with the
    approval id, and how to collect it.
-3. A mutating call whose outcome could not be recorded (a full disk), or whose proxy died,
+3. An approved call whose approval cannot be checked (the operator key unreadable: a locked or
+   failing keyring) is held, the keyring tried each second; at the hold's end the answer says
+   it did not run and why. It never runs unchecked.
+4. A mutating call whose outcome could not be recorded (a full disk), or whose proxy died,
    waits for the operator like one whose outcome is unknown (core/proxy/servers.py rule 2),
    never re-run: a re-call finding the call's run still running never starts it twice.
 """
@@ -29,7 +32,7 @@ import mcp_types as types
 
 from core import canonical, effects
 from core.decisions import Decision
-from core.errors import RunLeased, RunStateError
+from core.errors import OperatorKeyUnavailable, RunLeased, RunStateError
 from core.gate import Gate, Verdict, VerdictOutcome
 from core.lease import is_live
 from core.proxy import answers, wake
@@ -40,6 +43,7 @@ from core.store import Store, format_time
 from core.transitions import collect
 
 POLL_SECONDS = 0.05
+KEY_RETRY_SECONDS = 1.0  # an operator key that cannot be read is tried again this often
 
 # The proxy's next step for a run given its verdict: executed, refused, ended or held.
 AfterVerdict = Callable[[Exposed, Any, Verdict], Awaitable[types.CallToolResult]]
@@ -94,12 +98,26 @@ class Recall:
                 if hold
                 else answers.pending(exposed.name, row[0], row[2], kind=row[3])
             )
-        try:
-            session, verdict = self._gate().attach(run_id)
-        except (RunLeased, RunStateError):
-            # Another proxy is executing this grant for the same call, or took it past waiting
-            # (or to its end) between our read and the attach: its outcome is this call's.
-            return await self.await_outcome(exposed, run_id, self._deadline())
+        deadline = self._deadline()
+        while True:
+            try:
+                session, verdict = self._gate().attach(run_id)
+                break
+            except (RunLeased, RunStateError):
+                # Another proxy is executing this grant for the same call, or took it past
+                # waiting (or to its end) between our read and the attach: its outcome is ours.
+                return await self.await_outcome(exposed, run_id, deadline)
+            except OperatorKeyUnavailable as e:
+                # Approved, but the approval cannot be checked: the call waits (it never runs
+                # unchecked), the keyring tried again each second within the hold (rule 3).
+                if time.monotonic() >= deadline or host_gave_up():
+                    return answers.text(
+                        f"Signoff: this call ({exposed.name}) was approved, but it did not run:"
+                        f" {e} Unlock the keyring, then call again with exactly the same"
+                        f" arguments. [{type(e).__name__}]",
+                        error=True,
+                    )
+                await asyncio.sleep(min(KEY_RETRY_SECONDS, max(0.0, deadline - time.monotonic())))
         if verdict is None:
             session.close()
             return answers.text("Signoff: this call's run is in an unexpected state", error=True)

@@ -372,6 +372,22 @@ def test_a_keyring_failing_after_the_start_fails_the_step_and_runs_nothing(
         check_state(store, operator.key)
 
 
+@pytest.mark.guarantee("G-KEY-2")
+def test_an_older_head_never_replaces_a_newer_one(home: Path, operator: Operator) -> None:
+    """A writer that read the head before another moved it (a slow proxy) leaves it kept."""
+    with Store.open(home / "signoff.db") as store:
+        for i in range(3):
+            with store.transaction() as tx:
+                tx.append_event(kind="policy.changed", payload={"i": i}, at="t")
+        older = store.head()
+        with store.transaction() as tx:
+            tx.append_event(kind="policy.changed", payload={"i": 3}, at="t")
+        newer = store.head()
+        assert operator.anchor.advance(store, newer) == newer
+        assert operator.anchor.advance(store, older) == newer
+        assert operator.heads.load(store.path) == newer
+
+
 WRITER = """
 import sys
 from core.anchor import Anchor

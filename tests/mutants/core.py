@@ -300,4 +300,68 @@ CORE: tuple[Mutation, ...] = (
         "a session that lost its lease mid-call records its tool's outcome over the new owner's",
         "tests/core/test_lease.py::test_a_tool_whose_session_lost_the_lease_finishes_but_its_outcome_is_not_recorded",
     ),
+    # --- G-CHAIN-3: the state tables rebuilt from the events ---------------------------------
+    Mutation(
+        "verify does not compare the approvals table",
+        "G-CHAIN-3",
+        "core/replay.py",
+        '        _compare_approvals(conn, rebuilt["approvals"])\n',
+        "",
+        "an approval set to approved, or its decider changed, behind the chain passes verify",
+        "tests/core/test_verify_state.py::"
+        "test_each_edit_of_a_state_table_is_found_by_verify_naming_the_row[secret-service]",
+    ),
+    # --- G-KEY-1: a grant only on an authenticated decision ----------------------------------
+    Mutation(
+        "the approvals row is the grant",
+        "G-KEY-1",
+        "core/waiting.py",
+        "    decided_at = authenticated(s, approval)\n",
+        "    decided_at = approval.decided_at or approval.created_at\n",
+        "an approvals row set to approved by a file write is executed",
+        "tests/core/test_authenticated_grants.py::"
+        "test_an_approvals_row_set_to_approved_with_no_event_executes_nothing[secret-service]",
+    ),
+    Mutation(
+        "a decision's MAC is not compared",
+        "G-KEY-1",
+        "core/operator_key.py",
+        'if payload.get("key") != key_id(key) or not hmac.compare_digest(sent, mac(key, fields)):',
+        "if False:",
+        "a forged approval.decided event with a made-up MAC is executed",
+        "tests/core/test_authenticated_grants.py::test_a_forged_decision_event_executes_nothing"
+        "[secret-service-0000000000000000000000000000000000000000000000000000000000000000]",
+    ),
+    Mutation(
+        "the appended mode event downgrades a keyed database",
+        "G-KEY-1",
+        "core/operator_key.py",
+        "            if key is None and unauthenticated_mode(conn):",
+        "            if unauthenticated_mode(conn):",
+        "a database whose key is in the keyring runs an unsigned decision",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_database_with_a_key_is_not_downgraded_by_an_appended_mode_event[secret-service]",
+    ),
+    # --- G-KEY-2: a restored database executes nothing ----------------------------------------
+    Mutation(
+        "a grant runs without looking at the kept head",
+        "G-KEY-2",
+        "core/execution.py",
+        "                anchor.check(s._store)",
+        "                pass",
+        "a database put back from before an approved write runs it again",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_database_restored_from_before_an_approved_write_does_not_run_it_again"
+        "[secret-service]",
+    ),
+    Mutation(
+        "the kept head moves back",
+        "G-KEY-2",
+        "core/anchor.py",
+        "if kept.database_id == head.database_id and kept.seq >= head.seq:",
+        "if False:",
+        "a writer that read an older head replaces a newer one: a later restore is not seen",
+        "tests/core/test_authenticated_grants.py::"
+        "test_an_older_head_never_replaces_a_newer_one[secret-service]",
+    ),
 )

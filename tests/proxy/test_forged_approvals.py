@@ -1,0 +1,141 @@
+"""The two attacks the red team ran, end to end: a real ``signoff proxy`` in front of
+tests/proxy/fake_server.py (its notes file is its own log of every write it performed), a real
+MCP client as the host, ``signoff approve`` and ``signoff verify`` as the operator runs them,
+and the real Secret Service holding the operator key and the kept head.
+
+The attacker can write Signoff's files (here: the sqlite3 module on the database, and a copy
+of it put back) but cannot read the keyring.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.conftest import NO_KEYRING_ENV, _secret_service_problem, need
+from tests.host import text
+from tests.proxy.rig import NOTES_TOOLS, Rig
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def rig(home: Path, tmp_path: Path) -> Rig:
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
+    rig = Rig(home)
+    rig.add_fake("notes", NOTES_TOOLS, notes=str(tmp_path / "notes.txt"))
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only", write_note="local_mutation")
+    return rig
+
+
+def written(tmp_path: Path) -> list[str]:
+    notes = tmp_path / "notes.txt"
+    return notes.read_text().splitlines() if notes.exists() else []
+
+
+def sql(database: Path, statement: str, params: tuple = ()) -> None:
+    conn = sqlite3.connect(database)
+    conn.execute(statement, params)
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_an_approval_forged_in_the_database_is_not_executed_and_verify_names_it(
+    rig: Rig, home: Path, tmp_path: Path
+) -> None:
+    database = home / "signoff.db"
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            first = text(await host.call_tool("write_note", {"text": "forged"}))
+            assert first.startswith("This call needs the operator's approval"), first
+            [waiting] = rig.pending()
+            sql(database, "UPDATE approvals SET status = 'approved', decided_by = 'operator:me',"
+                          " decided_at = created_at WHERE id = ?", (waiting["id"],))  # fmt: skip
+            again = await host.call_tool("write_note", {"text": "forged"})
+            assert again.is_error and "DecisionUnauthenticated" in text(again), text(again)
+            assert "nobody approved it" in text(again)
+
+    anyio.run(scenario)
+    assert written(tmp_path) == []
+    verified = rig.signoff("verify", "--json", check=False)
+    result = json.loads(verified.stdout)
+    assert verified.returncode == 1, verified
+    assert (result["error"], result["row"]) == ("StateDisagrees", f"approvals {waiting_id(rig)}")
+
+
+def waiting_id(rig: Rig) -> str:
+    with rig.store() as store:
+        (approval_id,) = store._conn.execute("SELECT id FROM approvals").fetchone()
+    return str(approval_id)
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_a_database_put_back_from_before_an_approved_write_does_not_run_it_twice(
+    rig: Rig, home: Path, tmp_path: Path
+) -> None:
+    database = home / "signoff.db"
+    copy = tmp_path / "backup.db"
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            await host.call_tool("write_note", {"text": "once"})
+            [waiting] = rig.pending()
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            source = sqlite3.connect(database)  # a backup taken now: approved, not yet run
+            target = sqlite3.connect(copy)
+            source.backup(target)
+            source.close()
+            target.close()
+            done = text(await host.call_tool("write_note", {"text": "once"}))
+            assert done == "wrote 'once'", done
+        # The host closed (its proxy exited); the backup is put back, as a restore would.
+        for suffix in ("-wal", "-shm"):
+            Path(str(database) + suffix).unlink(missing_ok=True)
+        shutil.copyfile(copy, database)
+        async with rig.client("notes") as host:
+            again = await host.call_tool("write_note", {"text": "once"})
+            assert again.is_error and "DatabaseRestored" in text(again), text(again)
+
+    anyio.run(scenario)
+    assert written(tmp_path) == ["once"]
+    verified = rig.signoff("verify", "--json", check=False)
+    # It ends before the head kept when the write started (the re-call's attach wrote one
+    # event, its policy evaluation; the start it would have written came after it).
+    assert verified.returncode == 1, verified
+    assert json.loads(verified.stdout)["error"] == "LogTruncated", verified
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_an_approved_call_waits_while_the_keyring_cannot_be_read_and_runs_once_it_can(
+    rig: Rig, home: Path, tmp_path: Path
+) -> None:
+    """A real approval, and a proxy whose keyring fails (keyring's own failing backend): the
+    held call says it did not run and why; with the keyring back it runs, once."""
+    real = dict(rig.env)
+
+    async def call(env: dict[str, str]) -> tuple[bool, str]:
+        rig.env = env
+        async with rig.client("notes") as host:
+            answer = await host.call_tool("write_note", {"text": "keyed"})
+        return bool(answer.is_error), text(answer)
+
+    async def scenario() -> None:
+        assert (await call(real))[1].startswith("This call needs the operator's approval")
+        [waiting] = rig.pending()
+        rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+        error, said = await call({**real, **NO_KEYRING_ENV})
+        assert error and "OperatorKeyUnavailable" in said and "did not run" in said, said
+        assert written(tmp_path) == []
+        assert await call(real) == (False, "wrote 'keyed'")
+
+    anyio.run(scenario)
+    assert written(tmp_path) == ["keyed"]
