@@ -24,6 +24,7 @@ from typing import Any
 
 from core import present
 from core.errors import SignoffError
+from core.operator_key import unauthenticated_mode
 from core.proxy import config as configuration
 from core.proxy import manage, pinstore
 from core.records import PendingRequest, pending_requests
@@ -116,6 +117,7 @@ class AppModel:
         self.notified_file = notified_file
         self.pending: list[Pending] = []
         self.witness = WitnessState(False, None)
+        self.unauthenticated = False  # the operator chose unsigned decisions (core/operator_key)
         self.paused = False
         self._notified = self._load()
 
@@ -129,6 +131,8 @@ class AppModel:
         """Read the pending approvals; returns those not notified yet (now marked notified,
         unless notifications are paused)."""
         self.pending = read_pending(self.store, schemas=self._schemas)
+        with self.store.snapshot() as conn:
+            self.unauthenticated = unauthenticated_mode(conn)
         ids = {p.id for p in self.pending}
         fresh = [p for p in self.pending if p.id not in self._notified]
         if not self.paused:

@@ -24,26 +24,32 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 from app import autostart
 from app.dialog import ApprovalDialog
 from app.history import HistoryWindow
+from app.keyring_worker import KeyringWorker
 from app.labels import dbus_menu_in_use, menu_text
 from app.model import AppModel, Pending
 from app.notifier import Notifier
 from app.settings import SettingsWindow
 from app.watcher import Watcher
-from core import paths
+from core import operator_key, paths
 from core.approvals import approve, reject
 from core.errors import SignoffError
 from core.heads import HeadStore
+from core.operator_key import OperatorKey
 from core.proxy import config as configuration
 from core.proxy import wake
 from core.records import ApprovalView, read_approval
 from core.store import Store
 from core.sweep import sweep
-from core.witness import Witness
+from core.witness import WitnessState
 
 log = logging.getLogger("signoff.app")
 RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "icons"
 SWEEP_MS = 15_000
 INFO = QSystemTrayIcon.MessageIcon.Information
+UNAUTHENTICATED = (
+    "Decisions unauthenticated (your choice): whoever can write Signoff's files can approve"
+    " a request"
+)
 ANCHOR_RETRY_MAX = 16  # sweeps: a keyring that keeps failing is tried every 4 minutes
 
 
@@ -73,13 +79,25 @@ class TrayApp(QObject):
     state_changed = Signal(str)
 
     def __init__(
-        self, store: Store, heads: HeadStore, data_dir: Path, *, native: bool = True
+        self,
+        store: Store,
+        heads: HeadStore,
+        data_dir: Path,
+        *,
+        native: bool = True,
+        operator: OperatorKey | None = None,
     ) -> None:
         super().__init__()
         self.store = store
         self.config_path = paths.config_path()
         self.model = AppModel(store, data_dir / "notified.json", self.config_path)
-        self.witness = Witness(store, heads, data_dir / "alarm.json")
+        self.operator = operator or operator_key.default()
+        # The witness and the operator key: every keyring call on a thread of its own.
+        self.witness = KeyringWorker(store.path, heads, data_dir / "alarm.json", self.operator)
+        self.witness.checked.connect(self._witnessed)
+        self.witness.keyed.connect(self._keyed)
+        self.model.witness = self.witness.state
+        self.key_problem = ""  # why decisions cannot be signed now, "" when they can
         # Asked once, before Qt makes its own choice of tray (app/labels.py rule 3).
         self.dbus_menu = dbus_menu_in_use()
         self.tray = QSystemTrayIcon(self)
@@ -111,7 +129,8 @@ class TrayApp(QObject):
         self.tray.activated.connect(self._activated)
 
     def start(self) -> None:
-        self.model.witness = self.witness.check_all()
+        self.witness.check_all()
+        self.witness.fetch_key()
         # The icon first: a hidden icon shows no message, and an alarm found now must show.
         self._rebuild()
         self.tray.show()
@@ -124,12 +143,13 @@ class TrayApp(QObject):
         self._sweeper.stop()
         self.watcher.close()
         self.notifier.close()
+        self.witness.close()
         self.tray.hide()
 
     # --- reacting to the store ---------------------------------------------------------
 
     def refresh(self) -> None:
-        self.model.witness = self.witness.advance()
+        self.witness.advance()  # its answer comes back to _witnessed
         fresh = self.model.refresh()
         for p in fresh if self.notifications == "each" else ():
             log.info("notifying approval %s (%s)", p.id, p.title)
@@ -137,11 +157,24 @@ class TrayApp(QObject):
         self._follow_decisions()
         if self.history is not None and self.history.isVisible():
             self.history.refresh()
-        if self.model.witness.alarm and self._alarmed != self.model.witness.alarm:
-            self._alarmed = self.model.witness.alarm
-            self.say("Signoff: the record does not verify", self.model.witness.alarm,
+        self._rebuild()
+
+    def _witnessed(self, state: WitnessState) -> None:
+        """The witness's answer, from its thread: the icon, the menu, the alarm's message."""
+        was = self.model.witness
+        self.model.witness = state
+        if state.anchored and not was.anchored and was.head is not None:
+            log.info("the keyring answers again: the chain is anchored")
+        if state.alarm and self._alarmed != state.alarm:
+            self._alarmed = state.alarm
+            self.say("Signoff: the record does not verify", state.alarm,
                      QSystemTrayIcon.MessageIcon.Critical)  # fmt: skip
         self._rebuild()
+
+    def _keyed(self, problem: str) -> None:
+        if problem != self.key_problem:
+            self.key_problem = problem
+            self._rebuild()
 
     def say(self, title: str, text: str, icon: QSystemTrayIcon.MessageIcon = INFO) -> None:
         """A message from the tray (its text never holds a request's arguments). The icon is
@@ -187,13 +220,10 @@ class TrayApp(QObject):
         self._anchor_countdown -= 1
         if self._anchor_countdown > 0:
             return
-        self.model.witness = self.witness.retry()
-        if self.model.witness.anchored:
-            log.info("the keyring answers again: the chain is anchored")
-            self._anchor_wait = 1
-            self._rebuild()
-        else:
-            self._anchor_wait = min(self._anchor_wait * 2, ANCHOR_RETRY_MAX)
+        self.witness.retry()  # on the worker; an answer that anchors resets the wait above
+        if self.key_problem:
+            self.witness.fetch_key()
+        self._anchor_wait = min(self._anchor_wait * 2, ANCHOR_RETRY_MAX)
         self._anchor_countdown = self._anchor_wait
 
     # --- deciding -----------------------------------------------------------------------
@@ -276,9 +306,16 @@ class TrayApp(QObject):
             self.open_dialog(approval_id)  # never approved from the notification alone
             return False
         act = approve if decision == "approve" else reject
+        problem = self.witness.key_problem(self.store)  # the keyring is read on its own thread
+        if problem:
+            self.key_problem = problem
+            self.say("Signoff: not decided", f"Keyring locked or unavailable: {problem}",
+                     QSystemTrayIcon.MessageIcon.Warning)  # fmt: skip
+            self._rebuild()
+            return False
         try:
             act(self.store, pending.run_id, pending.id, f"operator:{getpass.getuser()}", reason,
-                expected_hash=shown_hash)  # fmt: skip
+                expected_hash=shown_hash, operator=self.operator)  # fmt: skip
         except SignoffError as e:
             self.say("Signoff: not decided", str(e), QSystemTrayIcon.MessageIcon.Warning)
             return False
@@ -305,9 +342,26 @@ class TrayApp(QObject):
         anchor = "anchored in the keyring" if witness.anchored else "not anchored"
         tip = {"idle": "nothing waits", "pending": f"{len(model.pending)} waiting",
                "alarm": "the record does not verify"}[state]  # fmt: skip
-        self.tray.setToolTip(f"Signoff: {tip}; chain {anchor}")
+        keyring = (
+            "; decisions UNAUTHENTICATED"
+            if model.unauthenticated
+            else "; keyring locked: decisions cannot be signed"
+            if self.key_problem
+            else ""
+        )
+        self.tray.setToolTip(f"Signoff: {tip}; chain {anchor}{keyring}")
         menu = self.menu
         menu.clear()
+        if model.unauthenticated:
+            unsigned = menu.addAction(self._label(UNAUTHENTICATED))
+            unsigned.setEnabled(False)
+            menu.addSeparator()
+        elif self.key_problem:
+            locked = menu.addAction(
+                self._label("Keyring locked: chain not anchored, decisions cannot be signed")
+            )
+            locked.setEnabled(False)
+            menu.addSeparator()
         if witness.alarm:
             alarm = menu.addAction(self._label(f"Alarm: {witness.alarm[:80]}"))
             acknowledge = menu.addAction("Acknowledge the alarm and verify again")
@@ -364,9 +418,8 @@ class TrayApp(QObject):
         self._rebuild()
 
     def _acknowledge(self) -> None:
-        self.model.witness = self.witness.acknowledge()
+        self.witness.acknowledge()
         self._alarmed = ""
-        self._rebuild()
 
     def _quit(self) -> None:
         from PySide6.QtWidgets import QApplication

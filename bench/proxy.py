@@ -21,6 +21,11 @@ Prints p50 and p95 per call and the spawn-to-first-listing times for both, then 
 milliseconds and the ratio. Goals (issue): at most 1.5 ms added at p50 per call, with the
 durable record; the first listing at most 0.6 s later than direct.
 
+Then an approved write, from the operator's approve to the tool's result, through the
+library gate, N/10 times each way: decisions unsigned and unanchored (as before decisions 0022
+and 0023) against signed with the OS keyring's operator key and anchored there before the
+effect (needs a keyring: run it under ``make bench``'s Secret Service, or a desktop's).
+
     python bench/proxy.py [--calls N] [--server fake|time] [--spawns K]
 """
 
@@ -180,6 +185,45 @@ def runs_completed(home: Path) -> int:
     return int(row[0])
 
 
+def approved_latencies(home: Path, calls: int) -> tuple[list[float], list[float]]:
+    """Seconds from the operator's approve to the tool's result, alternating between a gate
+    whose decisions are neither signed with the OS keyring nor anchored there (as before
+    decision 0022 and 0023: a key in memory, no anchor) and one whose are (the OS keyring's
+    key, read once and kept, and the head anchored before the effect), on one database."""
+    from core.anchor import Anchor
+    from core.approvals import approve
+    from core.decisions import Decision
+    from core.gate import Gate, GateConfig
+    from core.heads import KeyringHeadStore
+    from core.operator_key import KeyringKeyStore, MemoryKeyStore, OperatorKey
+    from core.tools import SideEffect, Tool
+
+    tool = Tool("write", "write a note", {"type": "object"}, SideEffect.LOCAL_MUTATION,
+                lambda args: "written")  # fmt: skip
+    times: tuple[list[float], list[float]] = ([], [])
+    with Store.open(home / "approved.db") as store:
+        before = Gate(GateConfig(store, [tool], operator=OperatorKey(MemoryKeyStore()),
+                                 anchor=None))  # fmt: skip
+        after_key = OperatorKey(KeyringKeyStore())
+        after = Gate(GateConfig(store, [tool], operator=after_key,
+                                anchor=Anchor(KeyringHeadStore())))  # fmt: skip
+        for n in range(WARMUP + calls):
+            for kept, gate in zip(times, (before, after), strict=True):
+                run_id = f"{id(gate)}-{n}"
+                session = gate.begin(run_id, "bench", None)
+                verdict = session.step().propose(Decision.tool_call("write", {"n": n}))
+                assert verdict.approval is not None, verdict
+                t = time.perf_counter()
+                approve(store, run_id, verdict.approval.id, "bench", operator=gate.config.operator)
+                attached, _ = gate.attach(run_id)
+                observation = anyio.run(attached.current().execute)
+                elapsed = time.perf_counter() - t
+                assert observation.ok, observation
+                if n >= WARMUP:
+                    kept.append(elapsed)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
@@ -210,6 +254,7 @@ def main() -> None:
             timed_calls, direct, proxied, upstream, args.calls, errlog
         )
         recorded = runs_completed(home)
+        unsigned, signed = approved_latencies(home, max(1, args.calls // 10))
 
     assert recorded == WARMUP + args.calls, f"{recorded} runs recorded"
     ms = 1000.0
@@ -241,6 +286,14 @@ def main() -> None:
         f" goal p50 <= {GOAL_ADDED_P50_MS} ms: {met(added50 <= GOAL_ADDED_P50_MS)}"
     )
     print(f"ratio proxied/direct:  p50 {p50 / d50:.2f}x, p95 {p95 / d95:.2f}x")
+    u50, s50 = percentile(unsigned, 50) * ms, percentile(signed, 50) * ms
+    print(
+        f"approve -> result:     {len(signed):,} approved writes each way (alternating);"
+        f" unsigned, unanchored p50 {u50:.2f} ms; signed with the keyring's operator key and"
+        f" anchored before the effect p50 {s50:.2f} ms"
+    )
+    print(f"approved call added:   p50 {s50 - u50:+.2f} ms; ratio p50 {s50 / u50:.2f}x"
+          " (the read-only calls above make no keyring call)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ Rules:
 3. An approved side effect starts only once the head that includes its ``step.tool_started``
    is kept: a database restored from before that point then executes nothing (rule 2).
 4. A keyring that fails or does not answer in time raises ``NotAnchored``: nothing runs.
+5. One keyring read and one write per approved side effect: the check before the start uses
+   the head this process last read or wrote (it is at or before the kept one), and reads the
+   keyring only when it knows none; the compare-and-write reads and writes it.
 
 The compare-before-write runs whole on the keyring's call thread (core/keyring_calls.py), under
 the lock, so a caller that gave up waiting never leaves half of one behind.
@@ -41,13 +44,28 @@ class Anchor:
     def __init__(self, heads: HeadStore, timeout: float = keyring_calls.TIMEOUT) -> None:
         self.heads = heads
         self.timeout = timeout
+        self._known: dict[Path, Head] = {}  # the kept head this process last read or wrote
+
+    def kept(self, database: Path) -> Head | None:
+        """The head kept for the database at ``database`` (check it with ``holds``): the one
+        this process last read or wrote there, else read from the keyring. The kept head only
+        moves forward, so one known here is at or before the kept one: a database that does
+        not hold it does not hold the kept one either, and the compare-and-write of
+        ``advance`` checks the kept one itself."""
+        known = self._known.get(database)
+        if known is not None:
+            return known
+        try:
+            kept = self.heads.load(database)
+        except HeadUnavailable as e:
+            raise NotAnchored(f"the chain's head cannot be read from the keyring: {e}") from None
+        if kept is not None:
+            self._known[database] = kept
+        return kept
 
     def check(self, store: Store) -> Head | None:
         """The kept head, after checking that the database still holds it (rule 2)."""
-        try:
-            kept = self.heads.load(store.path)
-        except HeadUnavailable as e:
-            raise NotAnchored(f"the chain's head cannot be read from the keyring: {e}") from None
+        kept = self.kept(store.path)
         if kept is not None:
             holds(store, kept)
         return kept
@@ -67,11 +85,14 @@ class Anchor:
 
         path, database_id = store.path, store.database_id
         try:
-            return keyring_calls.call(compare_and_write, self.timeout + LOCK_SECONDS)
+            kept = keyring_calls.call(compare_and_write, self.timeout + LOCK_SECONDS)
         except DatabaseRestored:
+            self._known.pop(path, None)
             raise
         except (HeadUnavailable, LockTimeout, keyring_calls.KeyringTimeout, OSError) as e:
             raise NotAnchored(f"the chain's head cannot be kept in the keyring: {e}") from None
+        self._known[path] = kept
+        return kept
 
 
 def holds(store: Store, kept: Head) -> None:

@@ -24,13 +24,15 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from core import canonical, effects, transitions, waiting
-from core.anchor import Anchor
+from core.anchor import Anchor, holds
 from core.canonical import JSONValue
 from core.errors import (
     ApprovalExpired,
@@ -73,9 +75,13 @@ async def execute(
             with s._write(starts_side_effect=True) as tx:
                 start(s, state, tx, request, request_json, None, at)
         else:
-            anchor = _anchor_for(s)
+            # The keyring is called off the event loop: other calls go on meanwhile.
+            anchor = await asyncio.to_thread(_anchor_for, s._gate.config.anchor, s._store.path,
+                                             unauthenticated_mode_of(s))  # fmt: skip
             if anchor is not None:
-                anchor.check(s._store)  # a database restored from before the anchor: refused
+                kept = await asyncio.to_thread(anchor.kept, s._store.path)
+                if kept is not None:  # a database restored from before the anchor: refused
+                    holds(s._store, kept)
             with s._store.transaction() as tx:
                 waiting.check_waiting(s, tx, grant)
                 waiting.authenticated(s, grant, tx.conn)
@@ -84,7 +90,7 @@ async def execute(
             s._hold_lease()
             if anchor is not None:
                 state.allowed = False
-                _anchor_started(s, state.index, anchor)
+                await _anchor_started(s, state.index, anchor)
         state.allowed = False
 
         try:
@@ -141,28 +147,28 @@ def start(
     )  # fmt: skip
 
 
-def _anchor_for(s: Hold) -> Anchor | None:
+def unauthenticated_mode_of(s: Hold) -> bool:
+    with s._store.snapshot() as conn:
+        return unauthenticated_mode(conn)
+
+
+def _anchor_for(anchor: Anchor | None, database: Path, unauthenticated: bool) -> Anchor | None:
     """The anchor an approved side effect waits for: none only when the operator chose
     unauthenticated decisions and the keyring cannot be read (core/anchor.py rule 4)."""
-    anchor = s._gate.config.anchor
-    if anchor is None:
-        return None
-    with s._store.snapshot() as conn:
-        unauthenticated = unauthenticated_mode(conn)
-    if not unauthenticated:
+    if anchor is None or not unauthenticated:
         return anchor
     try:
-        anchor.heads.load(s._store.path)
+        anchor.heads.load(database)
     except HeadUnavailable:
         return None
     return anchor
 
 
-def _anchor_started(s: Hold, index: int, anchor: Anchor) -> None:
+async def _anchor_started(s: Hold, index: int, anchor: Anchor) -> None:
     """Keep the head that holds this step's start before its tool is called; when it cannot
     be kept, the step fails, nothing having run, and the run ends ``not_anchored``."""
     try:
-        anchor.advance(s._store, s._store.head())
+        await asyncio.to_thread(anchor.advance, s._store, s._store.head())
     except (NotAnchored, DatabaseRestored) as e:
         at = format_time(s._gate.config.clock())
         with s._write() as tx:

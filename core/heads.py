@@ -87,6 +87,7 @@ class KeyringHeadStore:
             return self._backend
         import keyring
 
+        keyring_calls.find_session_bus()  # before keyring picks its backend, once
         return keyring.get_keyring()
 
     # Any exception a backend raises is a keyring that cannot be used: keyring wraps only some

@@ -11,8 +11,11 @@ second thread on the same prompt.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -54,3 +57,19 @@ def call(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
     if not ok:
         raise value  # type: ignore[misc]
     return value  # type: ignore[return-value]
+
+
+def find_session_bus() -> None:
+    """Where no ``DBUS_SESSION_BUS_ADDRESS`` is set, name the user's session bus at its
+    standard place (``$XDG_RUNTIME_DIR/bus``, else ``/run/user/UID/bus``), as libdbus does.
+
+    An MCP host starts ``signoff proxy`` with a few variables of its own (the mcp SDK passes
+    only HOME, LOGNAME, PATH, SHELL, TERM and USER), and the Secret Service is reached through
+    the session bus: without this the proxy could not read the operator key, and no approval
+    could run. Linux only; elsewhere the keyring needs no bus."""
+    if not sys.platform.startswith("linux") or os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
+        return
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+    socket = Path(runtime) / "bus"
+    if socket.is_socket():
+        os.environ["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={socket}"

@@ -95,6 +95,7 @@ class KeyringKeyStore:
             return self._backend
         import keyring
 
+        keyring_calls.find_session_bus()  # before keyring picks its backend, once
         return keyring.get_keyring()
 
     def load(self, database_id: str) -> bytes | None:
@@ -183,6 +184,11 @@ class OperatorKey:
         self.keys = keys
         self._cache: dict[str, bytes] = {}
         self._guard = threading.Lock()
+
+    def cached(self, database_id: str) -> bool:
+        """Whether this database's key is in memory (using it then calls no keyring)."""
+        with self._guard:
+            return database_id in self._cache
 
     def key(self, database_id: str) -> bytes | None:
         """This database's key (read once, then kept), or None when the keyring holds none."""

@@ -10,7 +10,8 @@ Rules:
 3. A chain that does not verify is an alarm naming the first bad event. The alarm stays (also
    across restarts: it is kept in a file beside the database) until the operator acknowledges
    it; while it stands, the head is not moved.
-4. No keyring: the state is "not anchored" and everything else goes on.
+4. No keyring: the state is "not anchored" and everything else goes on. A keyring that failed
+   is not asked again at each change, only by ``retry`` (the app backs off between retries).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from core.chain import Head
 from core.errors import ChainBroken, DatabaseRestored, NotAnchored
 from core.heads import HeadStore
 from core.store import Store
+from core.verify import Anchor as Kept
 from core.verify import verify
 
 
@@ -42,7 +44,16 @@ class Witness:
         self.heads = heads
         self.alarm_file = alarm_file
         self._last: Head | None = None
-        self.state = WitnessState(False, None, *self._remembered_alarm())
+        self.state = self.remembered(alarm_file)
+
+    @staticmethod
+    def remembered(alarm_file: Path) -> WitnessState:
+        """The state before any check: an alarm raised earlier stays until acknowledged."""
+        try:
+            value = json.loads(alarm_file.read_text())
+            return WitnessState(False, None, str(value["alarm"]), int(value["seq"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return WitnessState(False, None)
 
     def check_all(self) -> WitnessState:
         """Verify the whole chain (on start, and on demand)."""
@@ -53,7 +64,10 @@ class Witness:
         and no keyring call, when nothing was (a wake need not have written anything)."""
         if self._last is not None and self.store.head() == self._last:
             return self.state
-        return self._check(start=self._last)
+        # A keyring that failed is not asked again at every change (a locked one would prompt
+        # each time): the chain is verified without it, and ``retry`` asks, on its schedule.
+        keyring = self.state.anchored or self._last is None
+        return self._check(start=self._last, keyring=keyring)
 
     def retry(self) -> WitnessState:
         """Try the keyring again (a head not kept yet), whether or not anything was appended."""
@@ -65,14 +79,18 @@ class Witness:
         self.state = WitnessState(self.state.anchored, self.state.head)
         return self.check_all()
 
-    def _check(self, start: Head | None) -> WitnessState:
+    def _check(self, start: Head | None, keyring: bool = True) -> WitnessState:
         try:
-            report = verify(self.store, self.heads, start=start)
+            report = verify(self.store, self.heads if keyring else None, start=start)
         except ChainBroken as e:
             return self._raise_alarm(f"{e} [{type(e).__name__}]", e.seq)
         head = report.head
         anchored, detail = False, report.detail
-        if not self.state.alarm and self.state.anchored and self.state.head == head:
+        if not keyring:
+            detail = self.state.detail  # still why it is not anchored
+        elif report.anchor is Kept.UNAVAILABLE:
+            pass  # the keyring just failed: not asked again to keep the head
+        elif not self.state.alarm and self.state.anchored and self.state.head == head:
             anchored = True  # kept already: the keyring is written when the head moved only
         elif not self.state.alarm:
             try:
@@ -91,10 +109,3 @@ class Witness:
         self.alarm_file.write_text(json.dumps({"alarm": text, "seq": seq}))
         self.state = WitnessState(False, self.state.head, text, seq)
         return self.state
-
-    def _remembered_alarm(self) -> tuple[str, int | None]:
-        try:
-            value = json.loads(self.alarm_file.read_text())
-            return str(value["alarm"]), int(value["seq"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return "", None

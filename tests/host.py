@@ -14,12 +14,16 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.conftest import SIGNOFF
 
+KEYRING_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "PYTHON_KEYRING_BACKEND", "XDG_DATA_HOME")
+
 
 def tree_under_test() -> dict[str, str]:
     """PYTHONPATH, when set: the tree under test (a mutation's copy, tests/test_mutations.py),
-    which the proxy must run too. The SDK passes a server only a few variables of its own."""
-    path = os.environ.get("PYTHONPATH")
-    return {"PYTHONPATH": path} if path else {}
+    which the proxy must run too; and the keyring the tests use (the session bus of the test
+    command's Secret Service, or the backend a test chose), which a proxy on a desktop finds at
+    the user's own session bus. The SDK passes a server only a few variables of its own."""
+    names = ("PYTHONPATH", *KEYRING_VARIABLES)
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
 
 
 @asynccontextmanager

@@ -160,9 +160,8 @@ def test_an_edited_record_turns_the_icon_to_alarm_until_acknowledged(
     conn.execute("UPDATE events SET payload = '{}' WHERE seq = 3")
     conn.commit()
     conn.close()
-    tray.model.witness = tray.witness.check_all()
-    tray.refresh()
-    assert tray.model.state == "alarm"
+    tray.witness.check_all()  # on the witness's thread; its answer comes back as a signal
+    qtbot.waitUntil(lambda: tray.model.state == "alarm", timeout=5000)
     assert any(t.startswith("Alarm: event 3") for t in _texts(tray))
 
 
@@ -181,7 +180,7 @@ def test_an_alarm_found_at_start_is_shown(store: Store, home: Path, qtbot) -> No
     )
     app.start()
     try:
-        assert app.model.state == "alarm"
+        qtbot.waitUntil(lambda: app.model.state == "alarm", timeout=5000)
         assert ("Signoff: the record does not verify", True) in shown
     finally:
         app.stop()
@@ -292,3 +291,17 @@ def test_a_tampered_list_of_shown_notifications_closes_nothing(
     shown = tmp_path / "notifications.json"
     shown.write_text(written)
     assert Notifier(None, native=False, shown_file=shown)._load() == {}
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_unauthenticated_decisions_are_said_in_the_menu_and_tooltip_every_time(
+    store: Store, tray: TrayApp, qtbot
+) -> None:
+    from core.operator_key import choose_mode
+
+    assert not any("unauthenticated" in t for t in _texts(tray))
+    choose_mode(store, unauthenticated=True, by="operator", reason="no keyring here")
+    make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    assert any(t.startswith("Decisions unauthenticated (your choice)") for t in _texts(tray))
+    assert "decisions UNAUTHENTICATED" in tray.tray.toolTip()

@@ -512,13 +512,16 @@ def demo_server(rig: Rig, notes: Path) -> None:
     rig.classify("notes", read_note="read_only", write_note="local_mutation")
 
 
+def keyring_env(desktop: Desktop) -> dict[str, str]:
+    """The keyring of this desktop's app: keyrings.alt's file backend in its data directory.
+    Its proxies use the same one, as a host's proxies use the user's keyring."""
+    return {"PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+            "XDG_DATA_HOME": desktop.env["XDG_DATA_HOME"]}  # fmt: skip
+
+
 def app_env(desktop: Desktop, home: Path) -> dict[str, str]:
-    return {
-        **desktop.env,
-        "SIGNOFF_HOME": str(home),
-        "QT_QPA_PLATFORM": "xcb",
-        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
-    }
+    return {**desktop.env, "SIGNOFF_HOME": str(home), "QT_QPA_PLATFORM": "xcb",
+            **keyring_env(desktop)}  # fmt: skip
 
 
 def start_app(desktop: Desktop, home: Path, name: str = "app") -> subprocess.Popen[bytes]:
@@ -601,8 +604,10 @@ def desktop(tmp_path: Path) -> Iterator[Desktop]:
 
 
 @pytest.fixture
-def host(rig: Rig) -> Iterator[Callable[..., Call]]:
-    """Starts calls through the proxy; each is cancelled (its proxy ended) at teardown."""
+def host(rig: Rig, desktop: Desktop) -> Iterator[Callable[..., Call]]:
+    """Starts calls through the proxy (with the app's keyring); each is cancelled (its proxy
+    ended) at teardown."""
+    rig.env.update(keyring_env(desktop))
     calls: list[Call] = []
 
     def call(arguments: dict[str, Any], hold: float) -> Call:

@@ -433,3 +433,27 @@ def _failing_backend() -> object:
     from keyring.backends import fail
 
     return fail.Keyring()
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_an_allowed_read_only_call_touches_no_keyring(home: Path) -> None:
+    """The operator key and the anchor are for approved side effects: a read the policy allows
+    runs with a keyring whose every call fails the test."""
+
+    class Untouchable:
+        def get_password(self, service: str, username: str) -> None:
+            raise AssertionError(f"the keyring was read: {username}")
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            raise AssertionError(f"the keyring was written: {username}")
+
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = make_gate(store, standard_tools(calls),
+                      operator=OperatorKey(KeyringKeyStore(Untouchable())),  # type: ignore[arg-type]
+                      anchor=Anchor(KeyringHeadStore(Untouchable())))  # type: ignore[arg-type]  # fmt: skip
+        s = g.begin("r", "goal", None)
+        step = s.step()
+        assert step.propose(Decision.tool_call("read", {"n": 1})).outcome == VerdictOutcome.ALLOWED
+        observation = asyncio.run(step.execute())
+    assert observation.ok and calls.made == [("read", {"n": 1})]

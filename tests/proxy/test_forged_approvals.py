@@ -10,6 +10,7 @@ of it put back) but cannot read the keyring.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -139,3 +140,32 @@ def test_an_approved_call_waits_while_the_keyring_cannot_be_read_and_runs_once_i
 
     anyio.run(scenario)
     assert written(tmp_path) == ["keyed"]
+
+
+def test_a_proxy_started_with_a_hosts_few_variables_still_checks_the_approval(
+    rig: Rig, home: Path, tmp_path: Path
+) -> None:
+    """The mcp SDK starts a server with HOME, LOGNAME, PATH, SHELL, TERM and USER only: no
+    DBUS_SESSION_BUS_ADDRESS. The proxy finds the session bus at $XDG_RUNTIME_DIR/bus, as a
+    desktop session has it, reads the operator key there, and runs the approved call."""
+    address = os.environ.get("DBUS_SESSION_BUS_ADDRESS", "")
+    need(address.startswith("unix:path="), f"a session bus at a path is needed, not {address!r}")
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    (runtime / "bus").symlink_to(address.removeprefix("unix:path=").split(",")[0])
+    real = dict(rig.env)
+
+    async def call(env: dict[str, str]) -> str:
+        rig.env = env
+        async with rig.client("notes") as host:
+            return text(await host.call_tool("write_note", {"text": "found the bus"}))
+
+    async def scenario() -> None:
+        assert (await call(real)).startswith("This call needs the operator's approval")
+        [waiting] = rig.pending()
+        rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+        few = {**real, "DBUS_SESSION_BUS_ADDRESS": "", "XDG_RUNTIME_DIR": str(runtime)}
+        assert await call(few) == "wrote 'found the bus'"
+
+    anyio.run(scenario)
+    assert written(tmp_path) == ["found the bus"]

@@ -139,6 +139,7 @@ def test_a_grant_another_proxy_executes_is_waited_for_run_once_and_collected_onc
         async with proxies(config, database, 2) as (first, second):
             assert text(await first.call("write_note", args)).startswith(PENDING)
             decide(database, "approve")
+            first.hold = 30  # long enough for the other's execution, its anchoring included
             [run_id] = [r for (r,) in first.store._conn.execute("SELECT id FROM runs")]
             # The second proxy, serving the same call, attached the grant first.
             session, verdict = second._require_gate().attach(run_id)

@@ -156,9 +156,12 @@ def read_fifo(path: Path, expected: bytes, timeout: float = WAIT) -> bytes:
 
 
 @asynccontextmanager
-async def proxy_session(home: Path, *names: str, hold: float) -> AsyncIterator[ClientSession]:
-    """``signoff proxy NAMES --hold HOLD`` started by the mcp SDK's client, as a host does."""
-    async with host.proxy_session(home, *names, hold=hold) as session:
+async def proxy_session(
+    home: Path, *names: str, hold: float, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    """``signoff proxy NAMES --hold HOLD`` started by the mcp SDK's client, as a host does;
+    ``env``: more variables (the keyring of the app its decisions come from)."""
+    async with host.proxy_session(home, *names, hold=hold, env=env) as session:
         yield session
 
 
@@ -267,9 +270,10 @@ class App:
         # No session bus: no notification daemon is started for it; the app falls back to
         # its popup.
         environ = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+        self.keyring_env = {"PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+                            "XDG_DATA_HOME": str(root / "keyring")}  # fmt: skip
         self.env = {**environ, "SIGNOFF_HOME": str(home), "QT_QPA_PLATFORM": "offscreen",
-                    "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
-                    "XDG_DATA_HOME": str(root / "keyring")}  # fmt: skip
+                    **self.keyring_env}  # fmt: skip
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
