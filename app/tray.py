@@ -103,6 +103,9 @@ class TrayApp(QObject):
         self.tray = QSystemTrayIcon(self)
         self.menu = QMenu()
         self.menu.triggered.connect(self._menu_chosen)
+        self.menu.aboutToHide.connect(self._menu_closed)
+        self._menu_says: object = None  # what the menu says now (see _rebuild)
+        self._menu_stale = False
         self.tray.setContextMenu(self.menu)
         self.notifier = Notifier(
             self.tray, native=native, shown_file=data_dir / "notifications.json"
@@ -350,6 +353,18 @@ class TrayApp(QObject):
             else ""
         )
         self.tray.setToolTip(f"Signoff: {tip}; chain {anchor}{keyring}")
+        # The menu is made again only when what it says changed, and never while it is open
+        # (made again under the pointer it closed, or moved): then once it closes.
+        says = (state, tuple((p.id, p.title, p.side_effect, p.fingerprint) for p in model.pending),
+                witness, self.key_problem, model.unauthenticated, model.paused,
+                self.dbus_menu)  # fmt: skip
+        if says == self._menu_says:
+            return
+        if self.menu.isVisible():
+            self._menu_stale = True
+            return
+        self._menu_says = says
+        self._menu_stale = False
         menu = self.menu
         menu.clear()
         if model.unauthenticated:
@@ -402,6 +417,12 @@ class TrayApp(QObject):
         quit_action = menu.addAction("Quit Signoff")
         quit_action.triggered.connect(self._quit)
         self.state_changed.emit(state)
+
+    def _menu_closed(self) -> None:
+        """A change seen while the menu was open is shown once it closes (after the action
+        chosen in it, if any, has run)."""
+        if self._menu_stale:
+            QTimer.singleShot(0, self._rebuild)
 
     def _menu_chosen(self, action: QAction) -> None:
         """A waiting request's entry (its data is the approval id) opens its dialog."""
