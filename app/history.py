@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,10 @@ from core.chain import ChainVerifier, Head
 from core.errors import ChainBroken, HeadUnavailable, SignoffError
 from core.heads import HeadStore
 from core.store import Store, format_time
+
+KEPT_POLL_MS = 20
+# One thread for the window's keyring reads; each has its own deadline (core/keyring_calls.py).
+_KEYRING = ThreadPoolExecutor(1, thread_name_prefix="signoff-history-keyring")
 
 
 class HistoryWindow(QWidget):
@@ -234,6 +239,8 @@ class HistoryWindow(QWidget):
         self.selected_run_id: str | None = None
         self.current_detail: RunDetail | None = None
 
+        self._kept: Future[Head | None] | None = None  # the kept head, read off this thread
+        self._waiting_head: Head | None = None
         self._verify_timer = QTimer(self)
         self._verify_timer.setInterval(0)
         self._verify_timer.timeout.connect(self._verify_tick)
@@ -392,6 +399,9 @@ class HistoryWindow(QWidget):
         self.progress.setValue(0)
         self.verify_button.setEnabled(False)
         self._set_banner("verifying", f"Verifying the chain: 0 of {self._verify_end} events…")
+        # The kept head is read on a thread of its own while the chain verifies here: a
+        # keyring call never holds the window (a locked keyring may wait on its prompt).
+        self._kept = _KEYRING.submit(self.heads.load, self.store.path)
         self._verify_timer.start()
 
     def _verify_tick(self) -> None:
@@ -430,9 +440,41 @@ class HistoryWindow(QWidget):
         self._stop_verifying()
 
     def _anchor(self, head: Head) -> bool:
+        """Compare the verified head with the kept one once it is read; True while
+        verification goes on (the log grew past the kept head, or the keyring has not
+        answered yet)."""
+        if self._kept is None or not self._kept.done():
+            self._verify_timer.stop()
+            self._waiting_head = head
+            QTimer.singleShot(KEPT_POLL_MS, self._kept_read)
+            return True
+        return self._compare_kept(head)
+
+    def _kept_read(self) -> None:
+        head = self._waiting_head
+        if self._verifier is None or head is None:
+            return
+        if self._kept is not None and not self._kept.done():
+            QTimer.singleShot(KEPT_POLL_MS, self._kept_read)
+            return
+        try:
+            more = self._compare_kept(head)
+        except ChainBroken as e:
+            self._set_banner("broken", f"Chain broken at event {e.seq}: {e}")
+            more = False
+        except SignoffError as e:
+            self._set_banner("error", f"Chain not verified: {e}")
+            more = False
+        if more:
+            self._verify_timer.start()
+        else:
+            self._stop_verifying()
+
+    def _compare_kept(self, head: Head) -> bool:
         """Compare the verified head with the kept one; True when verification must go on."""
         try:
-            kept = self.heads.load(self.store.path)
+            assert self._kept is not None
+            kept = self._kept.result()
         except HeadUnavailable as e:
             self._set_banner(
                 "not_anchored", f"Chain verified up to event {head.seq}; not anchored: {e}"

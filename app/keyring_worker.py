@@ -55,6 +55,7 @@ class KeyringWorker(QObject):
         self._store: Store | None = None  # opened on the worker thread, used only there
         self._witness: Witness | None = None
         self._key: Future[Any] | None = None
+        self._closed = False
 
     # --- asked for on the UI thread --------------------------------------------------------
 
@@ -98,7 +99,9 @@ class KeyringWorker(QObject):
         self._pool.submit(lambda: None).result(timeout)
 
     def close(self) -> None:
-        """Stop: queued work is dropped, the worker's connection closed after what runs."""
+        """Stop: queued work is dropped (nothing is signalled after), and the worker's
+        connection closed once what runs now is done."""
+        self._closed = True
         with contextlib.suppress(RuntimeError):  # closed already
             self._pool.submit(self._close)
         self._pool.shutdown(wait=False, cancel_futures=False)
@@ -116,6 +119,8 @@ class KeyringWorker(QObject):
     def _run(self, kind: str) -> None:
         with self._guard:
             self._queued.discard(kind)
+        if self._closed:
+            return
         try:
             witness = self._open()
             state: WitnessState = getattr(witness, kind)()
@@ -123,7 +128,8 @@ class KeyringWorker(QObject):
             log.warning("witness: %s", e)
             return
         self.state = state
-        self.checked.emit(state)
+        if not self._closed:
+            self.checked.emit(state)
 
     def _read_key(self) -> str:
         try:
@@ -132,7 +138,8 @@ class KeyringWorker(QObject):
             problem = f"decisions cannot be signed: {e}"
         else:
             problem = ""
-        self.keyed.emit(problem)
+        if not self._closed:
+            self.keyed.emit(problem)
         return problem
 
     def _open(self) -> Witness:

@@ -107,6 +107,9 @@ def main(mode: str, out: Path) -> None:
     result["menu"] = [a.text() for a in tray.menu.actions()]
     result["tooltip"] = tray.tray.toolTip()
     result["keyring_calls_by_wakes"] = watched.calls - calls_before
+    history = tray.open_history()  # its banner compares the chain with the kept head
+    result["history_verified"] = wait(qt, lambda: not history.verifying)
+    result["banner"] = history.banner_state
     result["decided"] = tray.decide(approval.id, approval.request_hash, "reject", "dialog")
     result["said"] = tray.said[-1] if tray.said else None
     result["released_during"] = watched.released.is_set()

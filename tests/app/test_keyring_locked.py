@@ -46,6 +46,7 @@ def test_a_keyring_locked_by_the_secret_service_leaves_the_app_working(tmp_path:
     assert "keyring locked" in result["tooltip"] and "chain not anchored" in result["tooltip"]
     assert result["keyring_calls_by_wakes"] == 0  # five wakes, no keyring call, no prompt
     assert result["on_app_thread"] == []  # and none the app's thread waited on
+    assert (result["history_verified"], result["banner"]) == (True, "not_anchored")
     assert result["decided"] is False and result["said"][0] == "Signoff: not decided"
     assert result["statuses"] == ["pending"] * 5
 
@@ -58,8 +59,10 @@ def test_a_keyring_that_does_not_answer_leaves_the_menu_and_notifications_workin
     keyring call held the app's thread."""
     result = scenario("block", tmp_path)
     assert result["released_during"] is False
-    assert result["on_app_thread"] == []
+    assert result["on_app_thread"] == []  # the history's banner included
+    assert (result["history_verified"], result["banner"]) == (True, "not_anchored")
     assert len(result["notified"]) == 5
     assert sum("fingerprint" in line for line in result["menu"]) == 5
-    assert result["decided"] is False and "did not answer" in result["said"][1]
+    assert result["decided"] is False
+    assert result["said"][1].startswith("Keyring locked or unavailable: "), result["said"]
     assert result["statuses"] == ["pending"] * 5
