@@ -9,7 +9,10 @@ Rules:
    or an event's row that is missing, disagrees too.
 2. Every approval decided (approved, rejected, consumed) has exactly one ``approval.decided``
    event, naming its request hash and authenticated by the operator key (core/operator_key.py);
-   unsigned only when the operator had chosen unauthenticated decisions before it.
+   unsigned only when the operator had chosen unauthenticated decisions before it. A decision
+   recorded before decisions were signed (its event has no ``mac`` at all: a database older
+   than the operator key) is accepted only before the first signed one; no grant ever runs on
+   it (core/operator_key.py rule 3).
 3. The first row that disagrees raises ``StateDisagrees`` naming it; nothing is changed.
 """
 
@@ -36,6 +39,7 @@ def rebuild(conn: sqlite3.Connection) -> dict[str, Any]:
     decided: dict[str, list[tuple[int, dict[str, Any], str]]] = {}
     rows = conn.execute("SELECT seq, run_id, step_idx, kind, payload, at FROM events ORDER BY seq")
     unauthenticated = False  # the operator's mode as the chain went (core/operator_key rule 4)
+    signing = False  # a decision in the signed form was seen (unsigned legacy ones precede it)
     for seq, run_id, idx, kind, text, at in rows:
         try:
             p = canonical.loads(text)
@@ -47,7 +51,21 @@ def rebuild(conn: sqlite3.Connection) -> dict[str, Any]:
             raise StateDisagrees(f"event {seq}'s payload is not an object", row=f"event {seq}")
         if run_id is None and kind in NO_RUN_KINDS[1:]:
             unauthenticated = kind == "operator.unauthenticated"
-        if kind == "approval.decided" and p.get("mac") is None and not unauthenticated:
+        legacy = kind == "approval.decided" and "mac" not in p
+        if legacy and signing:
+            raise StateDisagrees(
+                f"event {seq} decides approval {p.get('approval')} in the form of decisions made"
+                " before decisions were signed, after signed ones: nobody made it",
+                row=f"event {seq}",
+            )
+        if kind == "approval.decided" and not legacy:
+            signing = True
+        if (
+            kind == "approval.decided"
+            and not legacy
+            and p.get("mac") is None
+            and not unauthenticated
+        ):
             raise StateDisagrees(
                 f"event {seq} decides approval {p.get('approval')} unsigned, and the operator"
                 " had not chosen unauthenticated decisions: nobody made it",
@@ -237,6 +255,8 @@ def _check_decisions(
         approval = read_approval(conn, approval_id)
         if approval is None:  # compared above: cannot happen
             raise StateDisagrees(f"approval {approval_id} has no row", row=where)
+        if "mac" not in p:
+            continue  # made before decisions were signed (rebuild checked it came first)
         if p.get("request_hash") != approval.request_hash:
             raise StateDisagrees(
                 f"approval {approval_id}'s decision (event {seq}) names another request",

@@ -17,12 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from core import transitions
 from core.anchor import Anchor
 from core.approvals import approve, reject
 from core.decisions import Decision
+from core.errors import StateDisagrees
 from core.gate import VerdictOutcome
 from core.heads import KeyringHeadStore
 from core.operator_key import KeyringKeyStore, OperatorKey
+from core.replay import check_state
 from core.store import Store
 from tests.conftest import KeyringUnderTest, run_signoff
 from tests.core.gatekit import Calls, make_gate, standard_tools
@@ -103,3 +106,48 @@ def test_each_edit_of_a_state_table_is_found_by_verify_naming_the_row(
         answer = json.loads(done.stdout)
         found[case] = (done.returncode, answer.get("error"), answer.get("row"))
     assert found == {case: (1, "StateDisagrees", row) for case, (_, row) in EDITS.items()}
+
+
+def _old_form_decision(store: Store, approval_id: str) -> None:
+    """A rejection as Signoff wrote it before decisions were signed: its event without
+    request_hash, key or mac; the step and the run ended as a rejection ends them."""
+    with store.snapshot() as conn:
+        (run_id, step, created) = conn.execute(
+            "SELECT run_id, step_idx, created_at FROM approvals WHERE id = ?", (approval_id,)
+        ).fetchone()
+    with store.transaction() as tx:
+        tx.execute(
+            "UPDATE approvals SET status = 'rejected', decided_by = 'operator',"
+            " decided_reason = 'old', decided_at = ? WHERE id = ?",
+            (created, approval_id),
+        )
+        payload = {"approval": approval_id, "status": "rejected", "by": "operator", "reason": "old"}
+        tx.append_event(kind="approval.decided", payload=payload, at=created, run_id=run_id,
+                        step=step)  # fmt: skip
+        transitions.finish_step(tx, run_id, step, status="failed", active_seconds=0.0,
+                                at=created, observation={"error": "rejected"})  # fmt: skip
+        transitions.end_run(tx, run_id, status="CANCELLED", reason="rejected", at=created)
+
+
+@pytest.mark.guarantee("G-CHAIN-3")
+def test_decisions_from_before_signing_verify_only_before_the_first_signed_one(
+    home: Path, keyring_under_test: KeyringUnderTest
+) -> None:
+    """A database older than the operator key holds unsigned decisions in the old form: they
+    verify when they come first. The same form after a signed decision was made is a forgery."""
+    operator = OperatorKey(KeyringKeyStore(keyring_under_test.backend))  # type: ignore[arg-type]
+    with Store.open(home / "signoff.db") as store:
+        g = make_gate(store, standard_tools(Calls()), operator=operator, anchor=None)
+
+        def waiting(run_id: str) -> str:
+            s = g.begin(run_id, "goal", None)
+            v = s.step().propose(Decision.tool_call("write", {"n": 1}))
+            assert v.approval is not None
+            return v.approval.id
+
+        _old_form_decision(store, waiting("old"))
+        reject(store, "new", waiting("new"), "operator", "no", operator=operator)
+        assert check_state(store, operator) == 1
+        _old_form_decision(store, waiting("later"))
+        with pytest.raises(StateDisagrees, match="before decisions were signed, after signed"):
+            check_state(store, operator)
