@@ -183,8 +183,9 @@ async def _anchor_started(s: Hold, index: int, anchor: Anchor) -> None:
 
 
 def _check_grant_ttl(s: Hold, index: int, grant: ApprovalView, now: datetime, at: str) -> None:
-    ttl = s._run.limits.grant_ttl_seconds
-    decided = datetime.fromisoformat(grant.decided_at or grant.created_at)
+    granted = waiting.authenticated(s, grant)  # the TTL and the decision's time, as chained
+    ttl = granted.ttl
+    decided = datetime.fromisoformat(granted.decided_at)
     if ttl is None or (now - decided).total_seconds() < ttl:
         return
     with s._store.snapshot() as conn:

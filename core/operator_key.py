@@ -11,8 +11,10 @@ Rules:
    the chain carries them.
 3. A grant is executed only on exactly one ``approval.decided`` event of that approval in the
    chain, saying ``approved``, naming the approval's run, step and request hash, whose MAC
-   verifies under this database's key. Anything else raises ``DecisionUnauthenticated``; a key
-   that cannot be read raises ``OperatorKeyUnavailable`` (nothing runs, the request waits).
+   verifies under this database's key, and on no ``step.tool_started`` or ``approval.closed``
+   naming it (a grant runs once, whatever the tables say). Anything else raises
+   ``DecisionUnauthenticated``; a key that cannot be read raises ``OperatorKeyUnavailable``
+   (nothing runs, the request waits).
    The approvals table is a view for queries, never the authority for a grant.
 4. Unauthenticated mode is the operator's explicit choice, an ``operator.unauthenticated``
    event of no run (``signoff decisions unauthenticated``), undone by ``operator.authenticated``;
@@ -240,19 +242,27 @@ class OperatorKey:
         """Raise unless the chain holds the authenticated decision approving exactly this
         approval's request (rule 3); return the decision's time, as authenticated."""
         rows = conn.execute(
-            "SELECT seq, payload, at FROM events WHERE run_id = ? AND step_idx = ?"
-            " AND kind = 'approval.decided'",
+            "SELECT seq, kind, payload, at FROM events WHERE run_id = ? AND step_idx = ?"
+            " AND kind IN ('approval.decided', 'step.tool_started', 'approval.closed')",
             (approval.run_id, approval.step),
         ).fetchall()
         mine: list[tuple[int, dict[str, JSONValue], str]] = []
-        for seq, text, at in rows:
+        where = f"approval {approval.id} (run {approval.run_id}, step {approval.step})"
+        for seq, kind, text, at in rows:
             try:
                 payload = canonical.loads(text)
             except JSONRefused:
                 continue
-            if isinstance(payload, dict) and payload.get("approval") == approval.id:
-                mine.append((seq, payload, at))
-        where = f"approval {approval.id} (run {approval.run_id}, step {approval.step})"
+            if not isinstance(payload, dict) or payload.get("approval") != approval.id:
+                continue
+            if kind != "approval.decided":
+                # Used (its tool started) or closed, in the chain: whatever the tables say
+                # now, this grant is spent. A replay of it runs nothing.
+                raise DecisionUnauthenticated(
+                    f"{where} was already {'used' if kind == 'step.tool_started' else 'closed'}"
+                    f" (event {seq}): a grant runs once. Nothing runs."
+                )
+            mine.append((seq, payload, at))
         if len(mine) != 1:
             raise DecisionUnauthenticated(
                 f"{where} is recorded as approved, but the chain holds {len(mine)} decisions of"

@@ -26,15 +26,23 @@ Rules:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from core import approvals, canonical, transitions
 from core.canonical import JSONValue
-from core.errors import PolicyFailed, RunLeased, RunStateError
+from core.errors import (
+    DecisionUnauthenticated,
+    PolicyFailed,
+    RunLeased,
+    RunStateError,
+    SignoffError,
+)
 from core.gate_parts import policy_failure
 from core.hold import Hold, StepState
 from core.lease import is_live
+from core.limits import Limits
 from core.policy import Outcome, PolicyDecision
 from core.records import ApprovalView, StepView, latest_approval, read_run, read_step, read_steps
 from core.store import Transaction, format_time
@@ -60,12 +68,12 @@ def attach(s: Hold) -> Verdict:
     if approval.status != "approved":
         raise RunStateError(f"approval {approval.id} is {approval.status}")
     approvals.check_binding(approval, step, None)
-    decided_at = authenticated(s, approval)
+    granted = authenticated(s, approval)
     tool = gate.tools.get(step.tool or "")
     if tool is None or tool.spec_hash != step.tool_spec_hash:
         return end_waiting(s, step, approval, "tool_changed", at, closing="expired")
-    ttl = run.limits.grant_ttl_seconds
-    decided = datetime.fromisoformat(decided_at)
+    ttl = granted.ttl
+    decided = datetime.fromisoformat(granted.decided_at)
     if ttl is not None and (now - decided).total_seconds() >= ttl:
         return end_waiting(s, step, approval, "approval_expired", at, closing="expired")
 
@@ -157,14 +165,33 @@ def request_of(s: Hold, step: StepView) -> Request | None:
     )
 
 
-def authenticated(s: Hold, approval: ApprovalView, conn: Any = None) -> str:
-    """The time of the operator's authenticated decision granting ``approval``, or the named
-    refusal (``core.operator_key`` rule 3): the approvals table never grants by itself."""
-    gate = s._gate
-    if conn is not None:
-        return gate.config.operator.check_grant(conn, s._store.database_id, approval)
-    with s._store.snapshot() as snap:
-        return gate.config.operator.check_grant(snap, s._store.database_id, approval)
+@dataclass(frozen=True)
+class Granted:
+    """A grant as the chain has it: when the operator's authenticated decision was made, and
+    the grant TTL the run started with (never the tables', which anybody can edit)."""
+
+    decided_at: str
+    ttl: float | None
+
+
+def authenticated(s: Hold, approval: ApprovalView, conn: Any = None) -> Granted:
+    """The operator's authenticated decision granting ``approval``, or the named refusal
+    (``core.operator_key`` rule 3): the approvals table never grants by itself."""
+    if conn is None:
+        with s._store.snapshot() as snap:
+            return authenticated(s, approval, snap)
+    decided_at = s._gate.config.operator.check_grant(conn, s._store.database_id, approval)
+    row = conn.execute(
+        "SELECT payload FROM events WHERE run_id = ? AND kind = 'run.started' ORDER BY seq LIMIT 1",
+        (approval.run_id,),
+    ).fetchone()
+    try:
+        limits = Limits.from_json(canonical.loads(row[0]).get("limits"))  # type: ignore[union-attr]
+    except (TypeError, AttributeError, ValueError, SignoffError):
+        raise DecisionUnauthenticated(
+            f"run {approval.run_id} has no readable run.started event: its grant runs nothing"
+        ) from None
+    return Granted(decided_at, limits.grant_ttl_seconds)
 
 
 def check_waiting(s: Hold, tx: Transaction, approval: ApprovalView) -> None:

@@ -32,12 +32,13 @@ from core.errors import (
 )
 from core.gate import Gate, VerdictOutcome
 from core.heads import KeyringHeadStore
+from core.limits import Limits
 from core.operator_key import KeyringKeyStore, OperatorKey
 from core.records import read_approval
 from core.replay import check_state
-from core.store import Store
+from core.store import Store, format_time
 from tests.conftest import ROOT, KeyringUnderTest
-from tests.core.gatekit import Calls, make_gate, standard_tools
+from tests.core.gatekit import Calls, FakeClock, make_gate, standard_tools
 
 
 class Operator:
@@ -457,3 +458,42 @@ def test_an_allowed_read_only_call_touches_no_keyring(home: Path) -> None:
         assert step.propose(Decision.tool_call("read", {"n": 1})).outcome == VerdictOutcome.ALLOWED
         observation = asyncio.run(step.execute())
     assert observation.ok and calls.made == [("read", {"n": 1})]
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_a_used_grant_set_back_to_waiting_in_the_tables_does_not_run_again(
+    home: Path, operator: Operator
+) -> None:
+    """After an approved write ran, its approval, step and run are set back to "approved,
+    waiting" in the tables, no event written: the chain says the grant was used."""
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        approve(store, "r", pending(g), "operator", operator=operator.key)
+        attach_and_execute(g)
+        sql(store, "UPDATE approvals SET status = 'approved'")
+        sql(store, "UPDATE steps SET status = 'pending', observation = NULL")
+        sql(store, "UPDATE runs SET status = 'WAITING_FOR_APPROVAL', lease_owner = NULL")
+        with pytest.raises(DecisionUnauthenticated, match="already used"):
+            g.attach("r")
+    assert calls.made == [("write", {"n": 7})]
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_a_grant_ttl_removed_from_the_tables_still_lapses(home: Path, operator: Operator) -> None:
+    """The TTL the run started with is in its run.started event: editing runs.limits (or
+    decided_at) does not keep a stale grant alive."""
+    calls = Calls()
+    clock = FakeClock()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls, clock=clock)
+        s = g.begin("r", "goal", Limits(grant_ttl_seconds=60))
+        v = s.step().propose(Decision.tool_call("write", {"n": 7}))
+        assert v.approval is not None
+        approve(store, "r", v.approval.id, "operator", operator=operator.key, now=clock())
+        clock.advance(3600)
+        sql(store, "UPDATE runs SET limits = '{}'")
+        sql(store, "UPDATE approvals SET decided_at = ?", (format_time(clock()),))
+        _, verdict = g.attach("r")
+    assert verdict is not None and verdict.outcome == VerdictOutcome.ENDED
+    assert calls.made == []

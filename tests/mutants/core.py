@@ -364,4 +364,24 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_authenticated_grants.py::"
         "test_an_older_head_never_replaces_a_newer_one[secret-service]",
     ),
+    Mutation(
+        "a used grant set back in the tables runs again",
+        "G-KEY-1",
+        "core/operator_key.py",
+        '            if kind != "approval.decided":',
+        '            if kind != "approval.decided" and False:',
+        "after an approved write ran, the tables edited back to 'approved, waiting' run it again",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_used_grant_set_back_to_waiting_in_the_tables_does_not_run_again[secret-service]",
+    ),
+    Mutation(
+        "the grant TTL is read from the runs table",
+        "G-KEY-1",
+        "core/waiting.py",
+        "    ttl = granted.ttl\n",
+        "    ttl = run.limits.grant_ttl_seconds\n",
+        "a stale grant whose TTL was removed from runs.limits by a file write still runs",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_grant_ttl_removed_from_the_tables_still_lapses[secret-service]",
+    ),
 )
