@@ -89,7 +89,9 @@ class Anchor:
         except DatabaseRestored:
             self._known.pop(path, None)
             raise
-        except (HeadUnavailable, LockTimeout, keyring_calls.KeyringTimeout, OSError) as e:
+        except (
+            HeadUnavailable, LockTimeout, keyring_calls.KeyringTimeout, OSError, sqlite3.Error,
+        ) as e:  # fmt: skip
             raise NotAnchored(f"the chain's head cannot be kept in the keyring: {e}") from None
         self._known[path] = kept
         return kept

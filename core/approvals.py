@@ -144,6 +144,8 @@ def _decide(
         check_binding(approval, step, expected_hash)
         signed = operator_key.signature(key, store.database_id, approval, status=status, by=by,
                                         at=at, reason=reason)  # fmt: skip
+        if signed.mac is not None and operator_key.keyed_at(tx.conn) is None:
+            transitions.record_config_change(tx, operator_key.KEYED, {"key": signed.key}, at=at)
         transitions.decide_approval(tx, approval, status=status, by=by, reason=reason, at=at,
                                     signed=signed)  # fmt: skip
         if status == "rejected" and approval.kind == "interrupted_side_effect":

@@ -118,6 +118,11 @@ def _verify(args: argparse.Namespace) -> int:
             signed = check_state(store, operator)
             with store.snapshot() as conn:
                 unauthenticated = operator_key.unauthenticated_mode(conn)
+                (macs,) = conn.execute(
+                    "SELECT count(*) FROM events WHERE kind = 'approval.decided'"
+                    ' AND payload LIKE \'%"mac":"%\''
+                ).fetchone()
+            unchecked = macs - signed  # signed decisions whose key could not be read
     except StateDisagrees as e:
         _say(
             args,
@@ -151,6 +156,7 @@ def _verify(args: argparse.Namespace) -> int:
             "witnessed_seq": None if witnessed is None else witnessed.seq,
             "detail": report.detail,
             "decisions_checked": signed,
+            "decisions_unchecked": unchecked,
             "decisions": "unauthenticated" if unauthenticated else "authenticated",
         },
         f"{report.summary()}; state tables agree with the events; "
@@ -159,6 +165,12 @@ def _verify(args: argparse.Namespace) -> int:
             " files can approve a request"
             if unauthenticated
             else f"{signed} decisions checked against the operator key"
+        )
+        + (
+            f"; {unchecked} signed decisions NOT checked: the operator key cannot be read"
+            " (--no-keyring, or a keyring that holds none or is locked)"
+            if unchecked
+            else ""
         ),
     )
     return EXIT_OK

@@ -24,22 +24,36 @@ POLL_SECONDS = 0.01
 def locked(path: Path, timeout: float) -> Iterator[None]:
     """Hold the lock on ``path`` (created owner-only) or raise ``LockTimeout`` after
     ``timeout`` seconds of another holder."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockTimeout(
-                        f"{path} stayed locked by another Signoff process for {timeout:g} s"
-                    ) from None
-                time.sleep(POLL_SECONDS)
+    deadline = time.monotonic() + timeout
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
-            yield
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LockTimeout(
+                            f"{path} stayed locked by another Signoff process for {timeout:g} s"
+                        ) from None
+                    time.sleep(POLL_SECONDS)
+            # The file locked must still be the one at the path: one deleted or replaced
+            # meanwhile would let a second writer lock another file at the same time.
+            if _same_file(fd, path):
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                return
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+            os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        there = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    here = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)

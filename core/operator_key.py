@@ -18,9 +18,12 @@ Rules:
    The approvals table is a view for queries, never the authority for a grant.
 4. Unauthenticated mode is the operator's explicit choice, an ``operator.unauthenticated``
    event of no run (``signoff decisions unauthenticated``), undone by ``operator.authenticated``;
-   the latest of the two holds. In it a decision carries no MAC and a grant needs none, except
-   where the keyring holds a key for the database: a database that once had a key is never
-   downgraded by an event anybody who can write the file could append.
+   the latest of the two holds. In it a decision carries no MAC and a grant needs none, only
+   where the keyring answers that it holds no key for the database (a machine with no keyring
+   at all answers so) and the chain records no signed decision: the first signed decision
+   appends ``operator.keyed``, and from it on an unsigned decision never runs. A keyring that
+   fails or does not answer is never taken for "no key": the call waits. A keyring that works
+   signs decisions in unauthenticated mode too.
 5. A key is read from the keyring once per process and database, and kept in memory; each
    keyring call has a deadline (core/keyring_calls.py).
 """
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
 SERVICE = "signoff"
 VERSION = "signoff.decision.v1"
 MODE_KINDS = ("operator.unauthenticated", "operator.authenticated")
+KEYED = "operator.keyed"  # {key}: the database's first signed decision follows
 LOCK_SECONDS = 10.0
 
 
@@ -101,10 +105,13 @@ class KeyringKeyStore:
         return keyring.get_keyring()
 
     def load(self, database_id: str) -> bytes | None:
+        """The key, or None when none is kept, or when this machine has no keyring at all
+        (keyring's own ``fail`` backend: nothing can be kept, so nothing is)."""
         try:
-            text = keyring_calls.call(
-                lambda: self._keyring().get_password(SERVICE, _user(database_id))
-            )
+            backend = self._keyring()
+            if _no_keyring(backend):
+                return None
+            text = keyring_calls.call(lambda: backend.get_password(SERVICE, _user(database_id)))
         except Exception as e:  # any backend failure: the key cannot be read
             raise OperatorKeyUnavailable(
                 f"the operator key cannot be read from the OS keyring: {_describe(e)}"
@@ -129,6 +136,12 @@ class KeyringKeyStore:
             raise OperatorKeyUnavailable(
                 f"the operator key cannot be written to the OS keyring: {_describe(e)}"
             ) from None
+
+
+def _no_keyring(backend: object) -> bool:
+    from keyring.backends import fail
+
+    return isinstance(backend, fail.Keyring)
 
 
 def _describe(e: BaseException) -> str:
@@ -177,6 +190,16 @@ def unauthenticated_mode(conn: sqlite3.Connection) -> bool:
         MODE_KINDS,
     ).fetchone()
     return row is not None and row[0] == "operator.unauthenticated"
+
+
+def keyed_at(conn: sqlite3.Connection) -> int | None:
+    """The event that recorded this database's first signed decision, or None: from it on, no
+    unsigned decision is ever accepted, whatever mode an event appended later names."""
+    row = conn.execute(
+        "SELECT seq FROM events WHERE run_id IS NULL AND kind = 'operator.keyed'"
+        " ORDER BY seq LIMIT 1"
+    ).fetchone()
+    return None if row is None else int(row[0])
 
 
 class OperatorKey:
@@ -231,8 +254,8 @@ class OperatorKey:
             unauthenticated = unauthenticated_mode(conn)
         if not unauthenticated:
             return self.key_for_deciding(store)
-        try:
-            return self.key(store.database_id)
+        try:  # a keyring that works signs even so: the database is then keyed for good
+            return self.key_for_deciding(store)
         except OperatorKeyUnavailable:
             return None
 
@@ -281,15 +304,17 @@ class OperatorKey:
             )
         sent = payload.get("mac")
         if sent is None:
-            try:
-                key = self.key(database_id)
-            except OperatorKeyUnavailable:
-                key = None  # no keyring here: the mode the operator chose is all there is
-            if key is None and unauthenticated_mode(conn):
+            # A keyring that fails (locked, not answering) is never taken for "no keyring":
+            # the call waits. Only one that answers "no key here" leaves the operator's mode.
+            key = self.key(database_id)
+            keyed = keyed_at(conn)
+            if key is None and keyed is None and unauthenticated_mode(conn):
                 return at
             why = (
                 "the keyring holds an operator key for this database"
                 if key is not None
+                else f"this database has signed decisions since event {keyed}"
+                if keyed is not None
                 else "the operator did not choose unauthenticated decisions"
             )
             raise DecisionUnauthenticated(

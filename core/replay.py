@@ -9,7 +9,8 @@ Rules:
    or an event's row that is missing, disagrees too.
 2. Every approval decided (approved, rejected, consumed) has exactly one ``approval.decided``
    event, naming its request hash and authenticated by the operator key (core/operator_key.py);
-   unsigned only when the operator had chosen unauthenticated decisions before it. A decision
+   unsigned only when the operator had chosen unauthenticated decisions before it, and never
+   after ``operator.keyed`` (the first signed decision). A decision
    recorded before decisions were signed (its event has no ``mac`` at all: a database older
    than the operator key) is accepted only before the first signed one; no grant ever runs on
    it (core/operator_key.py rule 3).
@@ -28,7 +29,12 @@ from core.operator_key import OperatorKey, decision_fields, key_id, mac
 from core.records import read_approval
 from core.store import Store
 
-NO_RUN_KINDS = ("policy.changed", "operator.unauthenticated", "operator.authenticated")
+NO_RUN_KINDS = (
+    "policy.changed",
+    "operator.unauthenticated",
+    "operator.authenticated",
+    "operator.keyed",
+)
 
 
 def rebuild(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -40,6 +46,7 @@ def rebuild(conn: sqlite3.Connection) -> dict[str, Any]:
     rows = conn.execute("SELECT seq, run_id, step_idx, kind, payload, at FROM events ORDER BY seq")
     unauthenticated = False  # the operator's mode as the chain went (core/operator_key rule 4)
     signing = False  # a decision in the signed form was seen (unsigned legacy ones precede it)
+    keyed = False  # the first signed decision was recorded (operator.keyed)
     for seq, run_id, idx, kind, text, at in rows:
         try:
             p = canonical.loads(text)
@@ -49,8 +56,10 @@ def rebuild(conn: sqlite3.Connection) -> dict[str, Any]:
             ) from None
         if not isinstance(p, dict):
             raise StateDisagrees(f"event {seq}'s payload is not an object", row=f"event {seq}")
-        if run_id is None and kind in NO_RUN_KINDS[1:]:
+        if run_id is None and kind in NO_RUN_KINDS[1:3]:
             unauthenticated = kind == "operator.unauthenticated"
+        if run_id is None and kind == "operator.keyed":
+            keyed = True
         legacy = kind == "approval.decided" and "mac" not in p
         if legacy and signing:
             raise StateDisagrees(
@@ -60,6 +69,13 @@ def rebuild(conn: sqlite3.Connection) -> dict[str, Any]:
             )
         if kind == "approval.decided" and not legacy:
             signing = True
+        unsigned = kind == "approval.decided" and not legacy and p.get("mac") is None
+        if unsigned and keyed:
+            raise StateDisagrees(
+                f"event {seq} decides approval {p.get('approval')} unsigned, after this database"
+                " signed its decisions: nobody made it",
+                row=f"event {seq}",
+            )
         if (
             kind == "approval.decided"
             and not legacy
@@ -112,6 +128,10 @@ def _fold(
         approvals[p["approval"]] = {"status": "pending", "kind": p["kind"], "hash": p["hash"],
                                     "by": None, "reason": None, "at": None}  # fmt: skip
     elif kind == "approval.decided":
+        if approvals[p["approval"]]["status"] != "pending":  # decided once, while it waited
+            raise KeyError(
+                f"approval {p['approval']} decided while {approvals[p['approval']]['status']}"
+            )
         approvals[p["approval"]].update(status=p["status"], by=p["by"], reason=p["reason"],
                                         at=at)  # fmt: skip
         decided.setdefault(p["approval"], []).append((seq, p, at))
@@ -121,6 +141,10 @@ def _fold(
         steps[(run_id, idx)]["status"] = "executing"  # type: ignore[index]
         run["status"] = "RUNNING"
         if p["approval"] is not None:
+            if approvals[p["approval"]]["status"] != "approved":  # a grant is used once
+                raise KeyError(
+                    f"approval {p['approval']} used while {approvals[p['approval']]['status']}"
+                )
             approvals[p["approval"]]["status"] = "consumed"
     elif kind == "step.observed":
         steps[(run_id, idx)].update(status=p["status"], observation=p["observation"])  # type: ignore[index]

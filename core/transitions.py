@@ -30,6 +30,7 @@ Events of no run (the operator's configuration; no state table changes):
 - ``policy.changed``   {before, after, policy, by}       the rules' identity changed
 - ``operator.unauthenticated`` {by, reason}            decisions are no longer signed
 - ``operator.authenticated``   {by}                    they are signed again
+- ``operator.keyed``   {key}                             the first signed decision follows
 """
 
 from __future__ import annotations
@@ -334,7 +335,12 @@ def start_tool(
 
 def record_config_change(tx: Transaction, kind: str, payload: JSONValue, *, at: str) -> None:
     """An event of no run: a change to the operator's configuration."""
-    if kind not in ("policy.changed", "operator.unauthenticated", "operator.authenticated"):
+    if kind not in (
+        "policy.changed",
+        "operator.unauthenticated",
+        "operator.authenticated",
+        "operator.keyed",
+    ):
         raise ValueError(f"{kind!r} is not a configuration event")
     tx.append_event(kind=kind, payload=payload, at=at)
 

@@ -497,3 +497,39 @@ def test_a_grant_ttl_removed_from_the_tables_still_lapses(home: Path, operator: 
         _, verdict = g.attach("r")
     assert verdict is not None and verdict.outcome == VerdictOutcome.ENDED
     assert calls.made == []
+
+
+class _Failing:
+    """A keyring that is there but fails every call (locked, its daemon gone)."""
+
+    def get_password(self, service: str, username: str) -> None:
+        raise RuntimeError("the collection is locked")
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        raise RuntimeError("the collection is locked")
+
+
+@pytest.mark.guarantee("G-KEY-1")
+@pytest.mark.parametrize("keyring", ["no keyring at all", "a failing keyring"])
+def test_a_keyed_database_is_not_downgraded_with_its_keyring_out_of_reach(
+    home: Path, operator: Operator, keyring: str
+) -> None:
+    """Its first signed decision recorded operator.keyed: with the keyring then unreachable
+    (keyring's own no-keyring backend, or one that fails), an appended mode event and an
+    unsigned decision run nothing."""
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        approve(store, "r1", pending(g, "r1", n=1), "operator", operator=operator.key)
+        second = pending(g, "r2", n=2)
+        backend = _failing_backend() if keyring == "no keyring at all" else _Failing()
+        unreachable = OperatorKey(KeyringKeyStore(backend))  # type: ignore[arg-type]
+        g = gate(store, operator, calls, key=unreachable, anchor=None)
+        operator_key.choose_mode(store, unauthenticated=True, by="anybody")
+        forge_decision(store, second)
+        expected = (
+            DecisionUnauthenticated if keyring == "no keyring at all" else OperatorKeyUnavailable
+        )
+        with pytest.raises(expected):
+            g.attach("r2")
+    assert calls.made == []

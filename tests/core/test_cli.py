@@ -33,7 +33,7 @@ def test_an_intact_database_exits_0_with_a_one_line_summary(home: Path) -> None:
 def test_a_broken_chain_exits_1_naming_the_first_bad_event(home: Path) -> None:
     _database(home).close()
     conn = sqlite3.connect(home / "signoff.db")
-    conn.execute("UPDATE events SET payload = '{}' WHERE seq = 4")
+    conn.execute("UPDATE events SET payload = '{\"edited\":true}' WHERE seq = 4")
     conn.commit()
     conn.close()
     done = run_signoff("verify", "--no-keyring", home=home)
@@ -73,8 +73,10 @@ def test_no_keyring_skips_the_comparison_even_when_a_head_is_kept(
         KeyringHeadStore(keyring_under_test.backend).save(  # type: ignore[arg-type]
             store.path, store.head()
         )
-        conn = sqlite3.connect(store.path)
+        conn = sqlite3.connect(store.path)  # the second run gone, its rows and its events
         conn.execute("DELETE FROM events WHERE seq > 6")
+        conn.execute("DELETE FROM steps WHERE run_id = 'run-2'")
+        conn.execute("DELETE FROM runs WHERE id = 'run-2'")
         conn.commit()
         conn.close()
     kept = run_signoff("verify", "--json", home=home, env=keyring_under_test.env)

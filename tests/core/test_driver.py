@@ -76,10 +76,12 @@ def _record(store: Store) -> dict[str, Any]:
 
 
 def _unsigned(kind: str, payload: str) -> Any:
-    """A decision's payload without its MAC and key id: each database has its own key."""
+    """A payload without the MAC and key id of a decision: each database has its own key."""
     value = canonical.loads(payload)
     if kind == "approval.decided":
         assert isinstance(value, dict) and len(value.pop("mac")) == 64 and value.pop("key")
+    if kind == "operator.keyed":
+        assert isinstance(value, dict) and value.pop("key")
     return value
 
 
