@@ -174,8 +174,8 @@ CORE: tuple[Mutation, ...] = (
         "attach does not check the grant still binds its request",
         "G-GATE-1",
         "core/waiting.py",
-        "    approvals.check_binding(approval, step, None)\n    tool = gate.tools.get(",
-        "    tool = gate.tools.get(",
+        "    approvals.check_binding(approval, step, None)\n    granted = authenticated(",
+        "    granted = authenticated(",
         "arguments edited in the record after the grant are executed",
         "tests/core/test_approvals.py::test_an_approval_edited_after_it_was_granted_does_not_execute",
     ),
@@ -316,8 +316,9 @@ CORE: tuple[Mutation, ...] = (
         "the approvals row is the grant",
         "G-KEY-1",
         "core/waiting.py",
-        "    decided_at = authenticated(s, approval)\n",
-        "    decided_at = approval.decided_at or approval.created_at\n",
+        "    granted = authenticated(s, approval)\n",
+        "    granted = Granted(approval.decided_at or approval.created_at,"
+        " run.limits.grant_ttl_seconds)\n",
         "an approvals row set to approved by a file write is executed",
         "tests/core/test_authenticated_grants.py::"
         "test_an_approvals_row_set_to_approved_with_no_event_executes_nothing[secret-service]",
@@ -333,11 +334,11 @@ CORE: tuple[Mutation, ...] = (
         "[secret-service-0000000000000000000000000000000000000000000000000000000000000000]",
     ),
     Mutation(
-        "the appended mode event downgrades a keyed database",
+        "the appended mode event downgrades a database whose key is in the keyring",
         "G-KEY-1",
         "core/operator_key.py",
-        "            if key is None and unauthenticated_mode(conn):",
-        "            if unauthenticated_mode(conn):",
+        "            if key is None and keyed is None and unauthenticated_mode(conn):",
+        "            if keyed is None and unauthenticated_mode(conn):",
         "a database whose key is in the keyring runs an unsigned decision",
         "tests/core/test_authenticated_grants.py::"
         "test_a_database_with_a_key_is_not_downgraded_by_an_appended_mode_event[secret-service]",
@@ -383,5 +384,16 @@ CORE: tuple[Mutation, ...] = (
         "a stale grant whose TTL was removed from runs.limits by a file write still runs",
         "tests/core/test_authenticated_grants.py::"
         "test_a_grant_ttl_removed_from_the_tables_still_lapses[secret-service]",
+    ),
+    Mutation(
+        "a keyed database is downgraded once its key is out of reach",
+        "G-KEY-1",
+        "core/operator_key.py",
+        "            if key is None and keyed is None and unauthenticated_mode(conn):",
+        "            if key is None and unauthenticated_mode(conn):",
+        "with the keyring made unreachable, an appended mode event runs an unsigned decision",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_keyed_database_is_not_downgraded_with_its_keyring_out_of_reach"
+        "[secret-service-no keyring at all]",
     ),
 )
