@@ -446,7 +446,7 @@ class HistoryWindow(QWidget):
         if self._kept is None or not self._kept.done():
             self._verify_timer.stop()
             self._waiting_head = head
-            QTimer.singleShot(KEPT_POLL_MS, self._kept_read)
+            QTimer.singleShot(KEPT_POLL_MS, self, self._kept_read)
             return True
         return self._compare_kept(head)
 
@@ -455,7 +455,7 @@ class HistoryWindow(QWidget):
         if self._verifier is None or head is None:
             return
         if self._kept is not None and not self._kept.done():
-            QTimer.singleShot(KEPT_POLL_MS, self._kept_read)
+            QTimer.singleShot(KEPT_POLL_MS, self, self._kept_read)
             return
         try:
             more = self._compare_kept(head)

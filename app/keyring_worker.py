@@ -3,8 +3,10 @@
 Rules:
 
 1. No keyring call runs on the UI thread. The witness (core/witness.py) and the reading of the
-   operator key run on one worker thread, with a database connection of their own; what they
-   find comes back as a signal, delivered on the UI thread.
+   operator key run on one worker thread, with a database connection of their own. The worker
+   never touches a Qt object: what it finds goes into a queue, which a timer of the UI thread
+   empties while work is outstanding, emitting the signals there (a signal emitted from the
+   worker could meet its object being deleted by the UI thread).
 2. Work asked for while the same work is still queued is asked once: a burst of wakes makes one
    verification, not one each, and a locked keyring is not asked again and again.
 3. A decision needs the operator key in memory. ``key_for_deciding`` waits for it at most
@@ -17,13 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.errors import OperatorKeyUnavailable, SignoffError
 from core.heads import HeadStore
@@ -34,6 +37,7 @@ from core.witness import Witness, WitnessState
 log = logging.getLogger("signoff.app")
 
 KEY_WAIT = 0.5  # seconds a decision waits for the operator key to be read
+DELIVERY_MS = 20  # how often the UI thread takes the worker's results while work is out
 
 
 class KeyringWorker(QObject):
@@ -56,6 +60,11 @@ class KeyringWorker(QObject):
         self._witness: Witness | None = None
         self._key: Future[Any] | None = None
         self._closed = False
+        self._results: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._outstanding = 0  # work submitted and not yet delivered (the UI thread's count)
+        self._delivery = QTimer(self)
+        self._delivery.setInterval(DELIVERY_MS)
+        self._delivery.timeout.connect(self._deliver)
 
     # --- asked for on the UI thread --------------------------------------------------------
 
@@ -76,7 +85,33 @@ class KeyringWorker(QObject):
         with self._guard:
             if self._key is None or self._key.done():
                 self._key = self._pool.submit(self._read_key)
+                self._expect()
             return self._key
+
+    def _expect(self) -> None:
+        """One more result to deliver (called on the UI thread, where the timer lives)."""
+        self._outstanding += 1
+        if not self._delivery.isActive():
+            self._delivery.start()
+
+    def _deliver(self) -> None:
+        """On the UI thread: the worker's results, as signals."""
+        while True:
+            try:
+                kind, value = self._results.get_nowait()
+            except queue.Empty:
+                break
+            self._outstanding -= 1
+            if self._closed:
+                continue
+            if kind == "checked":
+                self.state = value
+                self.checked.emit(value)
+            elif kind == "keyed":
+                self.keyed.emit(value)
+        if self._outstanding <= 0 or self._closed:
+            self._outstanding = max(self._outstanding, 0)
+            self._delivery.stop()
 
     def key_problem(self, store: Store) -> str:
         """Why a decision cannot be signed now ("" when it can), waiting at most KEY_WAIT."""
@@ -95,13 +130,15 @@ class KeyringWorker(QObject):
         return problem
 
     def drain(self, timeout: float = 30.0) -> None:
-        """Wait until the work asked for so far is done (its signals then wait in Qt's queue)."""
+        """Wait until the work asked for so far is done, and deliver what it found."""
         self._pool.submit(lambda: None).result(timeout)
+        self._deliver()
 
     def close(self) -> None:
         """Stop: queued work is dropped (nothing is signalled after), and the worker's
         connection closed once what runs now is done."""
         self._closed = True
+        self._delivery.stop()
         with contextlib.suppress(RuntimeError):  # closed already
             self._pool.submit(self._close)
         self._pool.shutdown(wait=False, cancel_futures=False)
@@ -113,8 +150,11 @@ class KeyringWorker(QObject):
             if kind in self._queued and kind != "acknowledge":
                 return
             self._queued.add(kind)
-        with contextlib.suppress(RuntimeError):  # closed: the app is stopping
+        try:
             self._pool.submit(self._run, kind)
+        except RuntimeError:  # closed: the app is stopping
+            return
+        self._expect()
 
     def _run(self, kind: str) -> None:
         with self._guard:
@@ -126,10 +166,9 @@ class KeyringWorker(QObject):
             state: WitnessState = getattr(witness, kind)()
         except SignoffError as e:  # the database itself cannot be read now
             log.warning("witness: %s", e)
+            self._results.put(("failed", None))
             return
-        self.state = state
-        if not self._closed:
-            self.checked.emit(state)
+        self._results.put(("checked", state))
 
     def _read_key(self) -> str:
         try:
@@ -138,8 +177,7 @@ class KeyringWorker(QObject):
             problem = f"decisions cannot be signed: {e}"
         else:
             problem = ""
-        if not self._closed:
-            self.keyed.emit(problem)
+        self._results.put(("keyed", problem))
         return problem
 
     def _open(self) -> Witness:

@@ -422,7 +422,7 @@ class TrayApp(QObject):
         """A change seen while the menu was open is shown once it closes (after the action
         chosen in it, if any, has run)."""
         if self._menu_stale:
-            QTimer.singleShot(0, self._rebuild)
+            QTimer.singleShot(0, self, self._rebuild)
 
     def _menu_chosen(self, action: QAction) -> None:
         """A waiting request's entry (its data is the approval id) opens its dialog."""

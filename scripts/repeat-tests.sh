@@ -9,6 +9,7 @@ count=${1:?how many runs}
 shift
 export QT_QPA_PLATFORM=offscreen
 failed=0
+kept=$(mktemp -d)  # the whole output of each run that failed
 for i in $(seq 1 "$count"); do
     log=$(mktemp)
     dbus-run-session -- bash scripts/with-secret-service.sh \
@@ -21,6 +22,8 @@ for i in $(seq 1 "$count"); do
         [ "$code" -gt 128 ] && signal=" (signal $((code - 128)))"
         echo "run $i: exit $code$signal: ${summary:-no summary}"
         grep -E "^(FAILED|ERROR)|Fatal Python error|QObject:" "$log" | head -n 5
+        cp "$log" "$kept/run-$i.log"
+        echo "  its output: $kept/run-$i.log"
     else
         echo "run $i: ok: $summary"
     fi
