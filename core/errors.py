@@ -220,6 +220,11 @@ class ApprovalExpired(ApprovalError):
     """The grant outlived its TTL before it was executed; the run was cancelled."""
 
 
+class GrantUsed(RunStateError):
+    """The chain says this grant was already used (its tool started) or closed: a grant runs
+    once, whatever the tables say. Another session ran it, or the tables were set back."""
+
+
 class DecisionUnauthenticated(ApprovalError):
     """The record says approved, but no ``approval.decided`` event authenticated with the
     operator key says so for this approval and this request: nobody gave it. Nothing runs."""

@@ -44,6 +44,7 @@ from core import canonical, keyring_calls
 from core.canonical import JSONValue
 from core.errors import (
     DecisionUnauthenticated,
+    GrantUsed,
     JSONRefused,
     LockTimeout,
     OperatorKeyUnavailable,
@@ -281,7 +282,7 @@ class OperatorKey:
             if kind != "approval.decided":
                 # Used (its tool started) or closed, in the chain: whatever the tables say
                 # now, this grant is spent. A replay of it runs nothing.
-                raise DecisionUnauthenticated(
+                raise GrantUsed(
                     f"{where} was already {'used' if kind == 'step.tool_started' else 'closed'}"
                     f" (event {seq}): a grant runs once. Nothing runs."
                 )

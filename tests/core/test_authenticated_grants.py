@@ -25,6 +25,7 @@ from core.decisions import Decision
 from core.errors import (
     DatabaseRestored,
     DecisionUnauthenticated,
+    GrantUsed,
     HeadUnavailable,
     NotAnchored,
     OperatorKeyUnavailable,
@@ -474,7 +475,7 @@ def test_a_used_grant_set_back_to_waiting_in_the_tables_does_not_run_again(
         sql(store, "UPDATE approvals SET status = 'approved'")
         sql(store, "UPDATE steps SET status = 'pending', observation = NULL")
         sql(store, "UPDATE runs SET status = 'WAITING_FOR_APPROVAL', lease_owner = NULL")
-        with pytest.raises(DecisionUnauthenticated, match="already used"):
+        with pytest.raises(GrantUsed, match="already used"):
             g.attach("r")
     assert calls.made == [("write", {"n": 7})]
 
