@@ -62,6 +62,7 @@ from app.history_model import (  # the data side of the window
     Filters,
     RunDetail,
     RunsModel,
+    kept_banner,
     read_detail,
 )
 from core import present
@@ -240,7 +241,6 @@ class HistoryWindow(QWidget):
         self.current_detail: RunDetail | None = None
 
         self._kept: Future[Head | None] | None = None  # the kept head, read off this thread
-        self._waiting_head: Head | None = None
         self._verify_timer = QTimer(self)
         self._verify_timer.setInterval(0)
         self._verify_timer.timeout.connect(self._verify_tick)
@@ -445,78 +445,30 @@ class HistoryWindow(QWidget):
         answered yet)."""
         if self._kept is None or not self._kept.done():
             self._verify_timer.stop()
-            self._waiting_head = head
             QTimer.singleShot(KEPT_POLL_MS, self, self._kept_read)
             return True
         return self._compare_kept(head)
 
     def _kept_read(self) -> None:
-        head = self._waiting_head
-        if self._verifier is None or head is None:
+        """Once the kept head is read, the verification's tick goes on and compares it."""
+        if self._verifier is None:
             return
         if self._kept is not None and not self._kept.done():
             QTimer.singleShot(KEPT_POLL_MS, self, self._kept_read)
-            return
-        try:
-            more = self._compare_kept(head)
-        except ChainBroken as e:
-            self._set_banner("broken", f"Chain broken at event {e.seq}: {e}")
-            more = False
-        except SignoffError as e:
-            self._set_banner("error", f"Chain not verified: {e}")
-            more = False
-        if more:
-            self._verify_timer.start()
         else:
-            self._stop_verifying()
+            self._verify_timer.start()
 
     def _compare_kept(self, head: Head) -> bool:
         """Compare the verified head with the kept one; True when verification must go on."""
         try:
-            assert self._kept is not None
-            kept = self._kept.result()
+            banner = kept_banner(self.store, head, self._kept.result() if self._kept else None)
         except HeadUnavailable as e:
-            self._set_banner(
-                "not_anchored", f"Chain verified up to event {head.seq}; not anchored: {e}"
-            )
-            return False
-        if kept is None:
-            self._set_banner(
-                "not_anchored",
-                f"Chain verified up to event {head.seq}; not anchored: the keyring holds no"
-                " head for this database yet",
-            )
-            return False
-        if kept.database_id != self.store.database_id:
-            raise ChainBroken(
-                f"the head kept for this place belongs to database {kept.database_id}, but"
-                f" this file is database {self.store.database_id}: the file was replaced",
-                seq=kept.seq,
-            )
-        if kept.seq > head.seq:
-            now = self.store.head().seq
-            if now > head.seq:
-                self._verify_end = now
-                self.progress.setMaximum(now)
-                return True
-            raise ChainBroken(
-                f"the log ends at event {head.seq}, but event {kept.seq} was witnessed: events"
-                " were deleted from the end, or an older copy of the database was put back",
-                seq=head.seq + 1,
-            )
-        if kept.seq > 0:
-            rows = self.store.event_rows(kept.seq - 1, kept.seq, 1)
-            if not rows or rows[0][6] != kept.hash:
-                raise ChainBroken(
-                    f"event {kept.seq} is not the event the keyring witnessed: the log was"
-                    " rewritten from there or before",
-                    seq=kept.seq,
-                )
-        self._set_banner(
-            "anchored",
-            f"Chain verified up to event {head.seq} and anchored in the keyring"
-            f" (witnessed at event {kept.seq}).",
-        )
+            banner = ("not_anchored", f"Chain verified up to event {head.seq}; not anchored: {e}")
+        if banner is None:  # the log grew past the kept head: verify on to it
+            self._verify_end = self.store.head().seq
+            self.progress.setMaximum(self._verify_end)
+            return True
+        self._set_banner(*banner)
         return False
 
     def _stop_verifying(self) -> None:

@@ -20,7 +20,8 @@ from PySide6.QtWidgets import (
 )
 
 from core import canonical, present
-from core.errors import SignoffError
+from core.chain import Head
+from core.errors import ChainBroken, SignoffError
 from core.store import Store
 
 PAGE = 200  # runs read per page
@@ -435,3 +436,36 @@ def _spec_field(spec: str | None, name: str) -> str | None:
 
 
 # --- the window ---------------------------------------------------------------------------
+
+
+def kept_banner(store: Store, head: Head, kept: Head | None) -> tuple[str, str] | None:
+    """The banner (state, text) for a chain verified to ``head`` against the head ``kept`` in
+    the keyring; None when the log grew past the kept head (verify on to it); ``ChainBroken``
+    when the database no longer holds the kept head."""
+    if kept is None:
+        return ("not_anchored", f"Chain verified up to event {head.seq}; not anchored: the"
+                " keyring holds no head for this database yet")  # fmt: skip
+    if kept.database_id != store.database_id:
+        raise ChainBroken(
+            f"the head kept for this place belongs to database {kept.database_id}, but"
+            f" this file is database {store.database_id}: the file was replaced",
+            seq=kept.seq,
+        )
+    if kept.seq > head.seq:
+        if store.head().seq > head.seq:
+            return None
+        raise ChainBroken(
+            f"the log ends at event {head.seq}, but event {kept.seq} was witnessed: events"
+            " were deleted from the end, or an older copy of the database was put back",
+            seq=head.seq + 1,
+        )
+    if kept.seq > 0:
+        rows = store.event_rows(kept.seq - 1, kept.seq, 1)
+        if not rows or rows[0][6] != kept.hash:
+            raise ChainBroken(
+                f"event {kept.seq} is not the event the keyring witnessed: the log was"
+                " rewritten from there or before",
+                seq=kept.seq,
+            )
+    return ("anchored", f"Chain verified up to event {head.seq} and anchored in the keyring"
+            f" (witnessed at event {kept.seq}).")  # fmt: skip

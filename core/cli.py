@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import operator_key, paths
+from core.decisions_command import register as register_decisions_command
 from core.demo.run import register as register_demo_command
 from core.errors import ChainBroken, SignoffError, StateDisagrees
 from core.export import export_runs
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_export, json=False)
 
     register_proxy_commands(commands)
+    register_decisions_command(commands)
     register_hosts_commands(commands)
     register_demo_command(commands)
     return parser

@@ -83,12 +83,7 @@ class KeyringHeadStore:
         self._backend = backend
 
     def _keyring(self) -> KeyringBackend:
-        if self._backend is not None:
-            return self._backend
-        import keyring
-
-        keyring_calls.find_session_bus()  # before keyring picks its backend, once
-        return keyring.get_keyring()
+        return keyring_calls.backend(self._backend)  # type: ignore[no-any-return]
 
     # Any exception a backend raises is a keyring that cannot be used: keyring wraps only some
     # of its libraries' errors (secretstorage's SecretServiceNotAvailableException escapes
@@ -98,7 +93,9 @@ class KeyringHeadStore:
         try:
             text = keyring_calls.call(lambda: self._keyring().get_password(SERVICE, _key(location)))
         except Exception as e:
-            raise HeadUnavailable(f"the OS keyring cannot be read: {_describe(e)}") from None
+            raise HeadUnavailable(
+                f"the OS keyring cannot be read: {keyring_calls.describe(e)}"
+            ) from None
         return None if text is None else decode_head(text)
 
     def save(self, location: Path, head: Head) -> None:
@@ -106,8 +103,6 @@ class KeyringHeadStore:
         try:
             keyring_calls.call(lambda: self._keyring().set_password(SERVICE, _key(location), text))
         except Exception as e:
-            raise HeadUnavailable(f"the OS keyring cannot be written: {_describe(e)}") from None
-
-
-def _describe(e: BaseException) -> str:
-    return str(e) or type(e).__name__
+            raise HeadUnavailable(
+                f"the OS keyring cannot be written: {keyring_calls.describe(e)}"
+            ) from None

@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -73,3 +73,19 @@ def find_session_bus() -> None:
     socket = Path(runtime) / "bus"
     if socket.is_socket():
         os.environ["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={socket}"
+
+
+def backend(given: Any = None) -> Any:
+    """The keyring backend to use: ``given``, else the ``keyring`` package's choice, made once
+    the session bus is named (``find_session_bus``)."""
+    if given is not None:
+        return given
+    import keyring
+
+    find_session_bus()
+    return keyring.get_keyring()
+
+
+def describe(e: BaseException) -> str:
+    """A keyring failure in words: its message, or its type when it has none."""
+    return str(e) or type(e).__name__

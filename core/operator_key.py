@@ -98,12 +98,7 @@ class KeyringKeyStore:
         self._backend = backend
 
     def _keyring(self) -> KeyringBackend:
-        if self._backend is not None:
-            return self._backend
-        import keyring
-
-        keyring_calls.find_session_bus()  # before keyring picks its backend, once
-        return keyring.get_keyring()
+        return keyring_calls.backend(self._backend)  # type: ignore[no-any-return]
 
     def load(self, database_id: str) -> bytes | None:
         """The key, or None when none is kept, or when this machine has no keyring at all
@@ -115,7 +110,7 @@ class KeyringKeyStore:
             text = keyring_calls.call(lambda: backend.get_password(SERVICE, _user(database_id)))
         except Exception as e:  # any backend failure: the key cannot be read
             raise OperatorKeyUnavailable(
-                f"the operator key cannot be read from the OS keyring: {_describe(e)}"
+                f"the operator key cannot be read from the OS keyring: {keyring_calls.describe(e)}"
             ) from None
         if text is None:
             return None
@@ -135,7 +130,7 @@ class KeyringKeyStore:
             )
         except Exception as e:
             raise OperatorKeyUnavailable(
-                f"the operator key cannot be written to the OS keyring: {_describe(e)}"
+                f"the operator key cannot be written to the OS keyring: {keyring_calls.describe(e)}"
             ) from None
 
 
@@ -143,10 +138,6 @@ def _no_keyring(backend: object) -> bool:
     from keyring.backends import fail
 
     return isinstance(backend, fail.Keyring)
-
-
-def _describe(e: BaseException) -> str:
-    return str(e) or type(e).__name__
 
 
 def key_id(key: bytes) -> str:

@@ -205,12 +205,8 @@ def configure(home: Path, ui: Out) -> None:
         except OperatorKeyUnavailable as e:
             operator_key.choose_mode(store, unauthenticated=True, by="signoff demo",
                                      reason=f"no OS keyring: {e}")  # fmt: skip
-            ui.say(
-                "This machine has no usable OS keyring, so the demo's decisions are not signed"
-                " (`signoff decisions unauthenticated`, recorded in its chain). With a keyring,"
-                " each decision is signed with a key kept there, and only a signed approval runs.",
-                indent=2,
-            )
+            ui.say("No usable OS keyring here: the demo's decisions are not signed (`signoff"
+                   " decisions unauthenticated`, in its chain).", indent=2)  # fmt: skip
 
 
 def signoff_cli(ui: Out, *argv: str) -> None:

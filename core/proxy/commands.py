@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core import operator_key, paths, present
+from core import paths, present
 from core.approvals import approve, reject
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError, UnknownApproval
@@ -145,19 +145,6 @@ def register(commands: Any) -> None:
             " hash by signoff pending): the request you read is the request decided",
         )
         p.set_defaults(func=decide, decision=name)
-
-    p = commands.add_parser(
-        "decisions",
-        help="how decisions are authenticated: signed with the operator key in the OS keyring,"
-        " or, chosen explicitly on a machine without one, not at all",
-        description="With no argument, say the mode. 'unauthenticated' records in the chain"
-        " that this database's decisions are not signed (for a machine with no OS keyring):"
-        " whoever can write Signoff's files can then approve a request. 'authenticated' goes"
-        " back to signed decisions.",
-    )
-    p.add_argument("mode", nargs="?", choices=("authenticated", "unauthenticated"))
-    p.add_argument("--reason", default="", metavar="R")
-    p.set_defaults(func=decisions)
 
     p = commands.add_parser("runs", help="the most recent runs")
     p.add_argument("--limit", type=int, default=30)
@@ -564,24 +551,6 @@ def decide(args: argparse.Namespace) -> int:
     verb = "approved" if args.decision == "approve" else "rejected"
     fingerprint = present.fingerprint(approval.request_hash)
     print(f"{verb} {approval.id} (run {approval.run_id}, request fingerprint {fingerprint})")
-    return EXIT_OK
-
-
-def decisions(args: argparse.Namespace) -> int:
-    with Store.open(paths.database_path()) as store:
-        if args.mode is not None:
-            by = f"operator:{getpass.getuser()}"
-            unauthenticated = args.mode == "unauthenticated"
-            operator_key.choose_mode(store, unauthenticated=unauthenticated, by=by,
-                                     reason=args.reason)  # fmt: skip
-        with store.snapshot() as conn:
-            unauthenticated = operator_key.unauthenticated_mode(conn)
-    if unauthenticated:
-        print("decisions: unauthenticated (chosen in the chain): they are not signed, and"
-              " whoever can write Signoff's files can approve a request")  # fmt: skip
-    else:
-        print("decisions: authenticated: each is signed with this database's operator key in"
-              " the OS keyring, and only a signed approval is executed")  # fmt: skip
     return EXIT_OK
 
 
