@@ -21,14 +21,18 @@ POLL_SECONDS = 0.01
 
 
 @contextmanager
-def locked(path: Path, timeout: float) -> Iterator[None]:
+def locked(path: Path, timeout: float | None) -> Iterator[None]:
     """Hold the lock on ``path`` (created owner-only) or raise ``LockTimeout`` after
-    ``timeout`` seconds of another holder."""
-    deadline = time.monotonic() + timeout
+    ``timeout`` seconds of another holder; with no timeout, wait in the kernel's queue until
+    it is free (fair to every waiter, where retrying favours whoever just let go)."""
+    deadline = time.monotonic() + (timeout or 0.0)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             while True:
+                if timeout is None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    break
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break

@@ -77,13 +77,28 @@ def find_session_bus() -> None:
 
 def backend(given: Any = None) -> Any:
     """The keyring backend to use: ``given``, else the ``keyring`` package's choice, made once
-    the session bus is named (``find_session_bus``)."""
-    if given is not None:
-        return given
-    import keyring
+    the session bus is named (``find_session_bus``).
 
-    find_session_bus()
-    return keyring.get_keyring()
+    Where the package would chain several backends (it does when another, such as keyrings.alt's
+    files, is installed beside the OS keyring), only the first, the OS keyring, is used: a
+    chain reads on in the next backend when the first has no value, and a file that anybody
+    who can write the user's files can fill must never answer for the operator key or a kept
+    head. The Secret Service backend is used in the steady form of core/secret_service.py,
+    which several Signoff processes writing at once need."""
+    if given is None:
+        import keyring
+        from keyring.backends.chainer import ChainerBackend
+        from keyring.backends.fail import Keyring as NoKeyring
+
+        find_session_bus()
+        given = keyring.get_keyring()
+        if isinstance(given, ChainerBackend):
+            given = given.backends[0] if given.backends else NoKeyring()  # type: ignore[no-untyped-call]
+    if type(given).__module__ == "keyring.backends.SecretService":
+        from core.secret_service import steady
+
+        return steady(given)
+    return given
 
 
 def describe(e: BaseException) -> str:
