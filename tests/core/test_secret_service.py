@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from tests.conftest import ROOT, _secret_service_problem, need
 # One process of these per role, each through the backend Signoff's own code uses.
 HAMMER = """
 import sys
+from pathlib import Path
 from core import keyring_calls
 from core.heads import SERVICE
 
@@ -65,3 +67,39 @@ def test_reads_beside_a_writer_always_answer_and_the_daemon_stays_up() -> None:
             h.kill()
     assert [h.returncode for h in hammers] == [0, 0, 0, 0], said
     assert said[0].split() == ["0", "[]", "299"]
+
+
+PLANTED = """
+import base64, sys
+from keyrings.alt.file import PlaintextKeyring
+from core.operator_key import SERVICE, _user
+PlaintextKeyring().set_password(SERVICE, _user(sys.argv[1]), base64.b64encode(b"k" * 32).decode())
+"""
+
+READ_KEY = """
+import sys
+from pathlib import Path
+from core import keyring_calls
+from core.operator_key import KeyringKeyStore
+print(type(keyring_calls.backend()).__module__, KeyringKeyStore().load(sys.argv[1]))
+"""
+
+
+@pytest.mark.guarantee("G-KEY-1")
+def test_a_key_planted_in_a_file_keyring_is_never_read(tmp_path: Path) -> None:
+    """With keyrings.alt installed beside the Secret Service, the ``keyring`` package chains the
+    two and reads on in the plaintext file when the Secret Service has no value: a key written
+    there by anybody who can write the user's files would sign decisions. Signoff uses the OS
+    keyring alone."""
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
+    database_id = "planted-" + tmp_path.name
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(tmp_path)}
+    env.pop("PYTHON_KEYRING_BACKEND", None)
+    subprocess.run([sys.executable, "-c", PLANTED, database_id], env=env, check=True, timeout=60)
+    assert list(tmp_path.rglob("keyring_pass.cfg")), "the file keyring was not written"
+    read = subprocess.run(
+        [sys.executable, "-c", READ_KEY, database_id], env=env, capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    assert read.stdout.split() == ["core.secret_service", "None"], read.stdout

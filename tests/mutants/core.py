@@ -343,6 +343,15 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_authenticated_grants.py::"
         "test_a_database_with_a_key_is_not_downgraded_by_an_appended_mode_event[secret-service]",
     ),
+    Mutation(
+        "a chained file keyring answers for the operator key",
+        "G-KEY-1",
+        "core/keyring_calls.py",
+        "        if isinstance(given, ChainerBackend):",
+        "        if False:",
+        "a key planted in keyrings.alt's plaintext file, beside the Secret Service, signs decisions",
+        "tests/core/test_secret_service.py::test_a_key_planted_in_a_file_keyring_is_never_read",
+    ),
     # --- G-KEY-2: a restored database executes nothing ----------------------------------------
     Mutation(
         "a grant runs without looking at the kept head",
