@@ -349,7 +349,7 @@ CORE: tuple[Mutation, ...] = (
         "core/keyring_calls.py",
         "        if isinstance(given, ChainerBackend):",
         "        if False:",
-        "a key planted in keyrings.alt's plaintext file, beside the Secret Service, signs decisions",
+        "a key planted in keyrings.alt's plaintext file beside the Secret Service signs",
         "tests/core/test_secret_service.py::test_a_key_planted_in_a_file_keyring_is_never_read",
     ),
     # --- G-KEY-2: a restored database executes nothing ----------------------------------------
