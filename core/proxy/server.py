@@ -183,12 +183,15 @@ class Proxy:
 
         A rule the operator tightened applies to the next call, without restarting the proxy.
         The tool set (pins, classes, fixed and denied parameters) stays as it was at start: a
-        tool's class is part of what the gate pinned. A file that no longer reads keeps the
-        rules last read, and says so in the log."""
+        tool's class is part of what the gate pinned. A file that no longer reads, or is gone,
+        keeps the rules last read, and says so in the log."""
         now = stamp(self.config_path)
         if now == self._config_stamp or self.config_path is None:
             return False
         self._config_stamp = now
+        if now is None:  # gone (or not there to stat): not "no rules", which means the defaults
+            log.error("the configuration file is gone; the rules stay as they were")
+            return False
         try:
             new = load_config(self.config_path)
         except SignoffError as e:

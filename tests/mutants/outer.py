@@ -74,6 +74,15 @@ OUTER: tuple[Mutation, ...] = (
         "the chain's policy.changed event does not say which policy the change replaced",
         "tests/app/test_settings.py::test_a_policy_change_is_saved_recorded_and_rechecks_the_history",
     ),
+    Mutation(
+        "a configuration file that is gone brings back the default rules",
+        "G-CONFIG-1",
+        "core/proxy/server.py",
+        "        if now is None:  # gone (or not there to stat)",
+        "        if False:  # gone (or not there to stat)",
+        "a running proxy whose config.toml was deleted allows what a deny refused",
+        "tests/proxy/test_manage.py::test_a_rule_changed_while_a_proxy_runs_applies_to_its_next_call",
+    ),
     # --- the host files ----------------------------------------------------------------------
     Mutation(
         "a host file changed since it was read is overwritten",

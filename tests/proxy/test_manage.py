@@ -199,8 +199,11 @@ def test_a_proxy_that_cannot_start_its_server_leaves_the_reason_for_the_operator
     assert last is not None and "UpstreamStartFailed" in last.error
 
 
+@pytest.mark.guarantee("G-CONFIG-1")
 def test_a_rule_changed_while_a_proxy_runs_applies_to_its_next_call(home: Path) -> None:
-    """No restart of the host needed: the proxy takes up the file's rules when it changed."""
+    """No restart of the host needed: the proxy takes up the file's rules when it changed. A
+    file that no longer reads, or is gone, keeps the rules last read (a deny there stays a
+    deny, never the default rules)."""
     import asyncio
 
     from tests.host import text
@@ -213,19 +216,24 @@ def test_a_rule_changed_while_a_proxy_runs_applies_to_its_next_call(home: Path) 
     rig.pin("notes")
     rig.classify("notes", read_note="read_only")
 
-    async def scenario() -> tuple[str, str, str]:
+    async def scenario() -> tuple[str, ...]:
         async with rig.client("notes") as session:
             first = await session.call_tool("read_note", {})
             rig.signoff("policy", "read_only", "deny")
             second = await session.call_tool("read_note", {"again": 1})
+            kept = (home / "config.toml").read_text()
             (home / "config.toml").write_text("not = [toml")  # a broken file keeps the rules
             third = await session.call_tool("read_note", {"again": 2})
-            return text(first), text(second), text(third)
+            (home / "config.toml").unlink()  # so does a missing one: never the default rules
+            fourth = await session.call_tool("read_note", {"again": 3})
+            (home / "config.toml").write_text(kept)
+            fifth = await session.call_tool("read_note", {"again": 4})
+            return text(first), text(second), text(third), text(fourth), text(fifth)
 
-    first, second, third = asyncio.run(scenario())
+    first, *rest = asyncio.run(scenario())
     assert "refused" not in first
     denied = "Signoff refused this call: the rule for read_only: deny"
-    assert (second, third) == (denied, denied)
+    assert rest == [denied] * 4
 
 
 def test_signoff_pin_prints_each_new_tools_whole_description_with_hidden_characters_shown(
