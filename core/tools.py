@@ -17,11 +17,18 @@ Rules:
 3. A tool's spec (name, description, schema, class, idempotent) has one canonical form and a
    SHA-256 over it, the spec hash. Every decision records the spec hash of the tool it used,
    and the spec is stored once in ``tool_specs``.
+4. A tool's ``hidden`` parameters (those its caller sets itself, or forbids) may not be set by a
+   call under any spelling: an argument whose name folds to a hidden one's (NFKC, case-folded,
+   ``-`` and ``_`` ignored: ``Account``, ``ACCOUNT``, ``ac_count`` for ``account``) fails the
+   schema check, naming both. A server that reads its parameters loosely must not receive
+   ``Account`` beside the ``account`` the operator fixed. ``hidden`` is part of the spec when
+   it is not empty.
 """
 
 from __future__ import annotations
 
 import enum
+import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,9 +69,10 @@ class Tool:
     func: ToolFunction = field(compare=False, repr=False)
     idempotent: bool = False
     terminal: bool = False  # a successful call ends the run as COMPLETED with its result
+    hidden: tuple[str, ...] = ()  # parameters no call may set, under any spelling (rule 4)
 
     def spec(self) -> dict[str, JSONValue]:
-        return {
+        spec: dict[str, JSONValue] = {
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
@@ -72,6 +80,14 @@ class Tool:
             "idempotent": self.idempotent,
             "terminal": self.terminal,
         }
+        if self.hidden:
+            spec["hidden"] = list(self.hidden)
+        return spec
+
+
+def folded(name: str) -> str:
+    """A parameter's name as rule 4 compares it."""
+    return "".join(c for c in unicodedata.normalize("NFKC", name).casefold() if c not in "-_")
 
 
 class CompiledTool:
@@ -84,6 +100,7 @@ class CompiledTool:
         self.spec_text = canonical.dumps_text(tool.spec())
         self.spec_hash = canonical.sha256_hex(tool.spec())
         self._validator = compile_schema(tool.name, tool.input_schema)
+        self._hidden = {folded(name): name for name in tool.hidden}
 
     @property
     def name(self) -> str:
@@ -100,7 +117,13 @@ class CompiledTool:
                     " without end"]  # fmt: skip
         except Exception as e:  # a validator failing on a schema it accepted: fail closed
             return [f"(schema): the arguments cannot be checked against it: {type(e).__name__}"]
-        return [
+        hidden = [
+            f"{key}: not allowed: the parameter {self._hidden[folded(key)]!r} is set or denied"
+            " by the operator, under any spelling"
+            for key in arguments
+            if folded(key) in self._hidden
+        ]
+        return hidden + [
             f"{'/'.join(str(p) for p in e.absolute_path) or '(top level)'}: {e.message}"
             for e in sorted(errors, key=lambda e: e.path)
         ]

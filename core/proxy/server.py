@@ -171,6 +171,7 @@ class Proxy:
             # A server's idempotentHint is not evidence: an interrupted mutation always waits.
             idempotent=False,
             terminal=True,  # one run per call: a result ends the run
+            hidden=tuple(hidden),
         )
 
     # --- serving ------------------------------------------------------------------------

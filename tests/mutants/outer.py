@@ -16,6 +16,15 @@ OUTER: tuple[Mutation, ...] = (
         "tests/proxy/test_proxy_e2e.py::test_through_the_proxy_a_write_runs_once_after_approval_and_its_repeat_waits_as_a_duplicate",
     ),
     Mutation(
+        "another spelling of a fixed parameter reaches the server",
+        "G-PROXY-2",
+        "core/tools.py",
+        "            if folded(key) in self._hidden\n",
+        "            if key in self._hidden\n",
+        "a call setting 'Mode' beside the 'mode' the operator fixed is passed to the server",
+        "tests/proxy/test_proxy_e2e.py::test_fixed_and_denied_parameters",
+    ),
+    Mutation(
         "an unclassified tool is available",
         "G-PROXY-2",
         "core/proxy/pins.py",

@@ -194,6 +194,7 @@ def test_an_approval_given_within_the_hold_returns_the_result_in_the_same_call(
     assert (tmp_path / "notes.txt").read_text() == "held\n"
 
 
+@pytest.mark.guarantee("G-PROXY-2")
 def test_fixed_and_denied_parameters(rig: Rig, tmp_path: Path) -> None:
     tools = [{"name": "echo", "description": "Echo the arguments", "inputSchema": {
         "type": "object", "required": ["text", "mode"],
@@ -216,8 +217,22 @@ def test_fixed_and_denied_parameters(rig: Rig, tmp_path: Path) -> None:
                 refused = await host.call_tool("echo", bad)
                 assert refused.is_error and "invalid_decision" not in text(refused)
                 assert "schema" in text(refused)
+            # Another spelling of a fixed or denied name reaches nothing either: a server that
+            # reads its parameters loosely would take "Mode" over the operator's "mode".
+            wide = "\uff2d\uff4f\uff44\uff45"  # "Mode" in fullwidth letters
+            for variant, name in (("Mode", "mode"), ("MODE", "mode"), ("FORCE", "force"),
+                                  ("for_ce", "force"), (wide, "mode")):  # fmt: skip
+                refused = await host.call_tool("echo", {"text": "hi", variant: "x"})
+                assert refused.is_error, variant
+                assert f"the parameter {name!r} is set or denied" in text(refused), variant
+                assert variant in text(refused)
 
     anyio.run(scenario)
+    with rig.store() as store:
+        started = store._conn.execute(
+            "SELECT COUNT(*) FROM events WHERE kind = 'step.tool_started'"
+        ).fetchone()
+    assert started == (1,)  # only the allowed call reached the server
 
 
 def test_several_servers_are_prefixed_and_a_status_tool_lists_what_waits(
