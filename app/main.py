@@ -14,7 +14,7 @@ from PySide6.QtNetwork import QLocalServer, QLocalSocket
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from app import autostart
-from core import paths
+from core import paths, private_files
 from core.heads import KeyringHeadStore
 from core.store import Store
 
@@ -54,8 +54,8 @@ def run(argv: list[str] | None = None) -> int:
         return 0
     data = paths.data_dir()
     log_dir = data / "logs"
-    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    logging.basicConfig(filename=log_dir / "app.log", level=logging.INFO,
+    private_files.make_dir(log_dir)
+    logging.basicConfig(stream=private_files.open_log(log_dir / "app.log"), level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
     server = QLocalServer()
     QLocalServer.removeServer(instance_name())

@@ -17,19 +17,22 @@ Rules:
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from core import present
-from core.errors import SignoffError
+from core import present, private_files
+from core.errors import SignoffError, UnsafePermissions
 from core.operator_key import unauthenticated_mode
 from core.proxy import config as configuration
 from core.proxy import manage, pinstore
 from core.records import PendingRequest, pending_requests
 from core.store import Store
 from core.witness import WitnessState
+
+log = logging.getLogger("signoff.app")
 
 NEEDS_THE_DIALOG_KINDS = frozenset({"interrupted_side_effect", "duplicate"})
 
@@ -142,14 +145,17 @@ class AppModel:
         return [] if self.paused else fresh
 
     def _load(self) -> set[str]:
+        """The ids notified; none (so each waiting request is notified again, the safe side)
+        when the file is missing, unreadable or not Signoff's own."""
         try:
-            value = json.loads(self.notified_file.read_text())
-        except (OSError, ValueError):
+            text = private_files.read_text(self.notified_file)
+            value = json.loads(text) if text is not None else None
+        except (OSError, UnsafePermissions, ValueError):
             return set()
         return {str(v) for v in value} if isinstance(value, list) else set()
 
     def _save(self) -> None:
-        self.notified_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = self.notified_file.with_name(self.notified_file.name + ".tmp")
-        tmp.write_text(json.dumps(sorted(self._notified)))
-        tmp.replace(self.notified_file)
+        try:
+            private_files.write_text(self.notified_file, json.dumps(sorted(self._notified)))
+        except (OSError, UnsafePermissions) as e:  # a restart notifies these again: the safe side
+            log.warning("the notified requests cannot be kept in %s: %s", self.notified_file, e)

@@ -40,6 +40,8 @@ from PySide6.QtWidgets import QAbstractButton, QMessageBox, QSystemTrayIcon
 
 from app.freedesktop import Freedesktop, NotificationFailed
 from app.model import Pending
+from core import private_files
+from core.errors import UnsafePermissions
 from core.present import markup_escape
 
 log = logging.getLogger("signoff.app")
@@ -239,15 +241,18 @@ class Notifier(QObject):
         if self.shown_file is None:
             return
         owner = self._native.owner if isinstance(self._native, Freedesktop) else ""
-        self.shown_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = self.shown_file.with_name(self.shown_file.name + ".tmp")
-        tmp.write_text(json.dumps({"owner": owner, "ids": self.shown}))
-        tmp.replace(self.shown_file)
+        try:
+            private_files.write_text(
+                self.shown_file, json.dumps({"owner": owner, "ids": self.shown})
+            )
+        except (OSError, UnsafePermissions) as e:  # only the clean-up after a restart is lost
+            log.warning("the notifications shown cannot be kept in %s: %s", self.shown_file, e)
 
     def _load(self) -> dict[str, Any]:
         try:
-            value = json.loads(self.shown_file.read_text()) if self.shown_file else None
-        except (OSError, ValueError):
+            text = private_files.read_text(self.shown_file) if self.shown_file else None
+            value = json.loads(text) if text is not None else None
+        except (OSError, UnsafePermissions, ValueError):
             return {}
         ok = isinstance(value, dict) and isinstance(value.get("ids"), dict)
         ids = value["ids"].values() if ok else ()

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core import private_files
 from core.hosts import _BOM, BACKUP_DIR, MANIFEST, Host, HostConfigError, WirePlan, apply_import
 
 
@@ -123,7 +124,7 @@ def _read(path: Path) -> bytes:
 def _backups(config_path: Path) -> Path:
     folder = backup_dir(config_path)
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_files.make_dir(folder)
         folder.chmod(0o700)
     except OSError as e:
         raise HostConfigError(f"{folder}: cannot keep copies here: {e.strerror}") from None

@@ -41,6 +41,7 @@ from keyring.backends import SecretService
 from keyring.errors import InitError, KeyringLocked
 from secretstorage.exceptions import ItemNotFoundException, SecretStorageException
 
+from core import private_files
 from core.filelock import locked
 
 T = TypeVar("T")
@@ -50,7 +51,7 @@ PATIENCE = 2.0  # seconds: a reload of the keyring file takes milliseconds
 
 def _lock() -> Path:
     folder = Path(platformdirs.user_cache_dir("signoff", appauthor=False))
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_files.make_dir(folder)
     return folder / "secret-service.lock"
 
 

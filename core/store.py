@@ -24,8 +24,6 @@ import os
 import re
 import secrets
 import sqlite3
-import stat
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from core import canonical, chain
+from core import canonical, chain, private_files
 from core.chain import EventRow, Head
 from core.errors import (
     DatabaseMissing,
@@ -45,13 +43,12 @@ from core.errors import (
     StoreError,
     StoreFull,
     UnexpectedSchemaObject,
-    UnsafePermissions,
 )
 from core.migrations import LATEST, MIGRATIONS
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 _EVENT_KIND = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*")
-_CHECK_PERMISSIONS = sys.platform != "win32"  # Windows: the per-user profile's ACLs guard it.
+_CHECK_PERMISSIONS = private_files.CHECKED
 
 
 def format_time(moment: datetime) -> str:
@@ -294,8 +291,7 @@ def _named_sqlite_errors(path: Path) -> Iterator[None]:
 
 
 def _create_owner_only(path: Path) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _check_owner_only(path.parent, what="directory")
+    private_files.make_dir(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
@@ -316,16 +312,7 @@ def _check_owner_only(path: Path, what: str = "database") -> None:
 
 
 def _check_one(path: Path, *, what: str) -> None:
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        raise UnsafePermissions(f"the {what} {path} is a symbolic link; refusing to follow it")
-    if st.st_uid != os.geteuid():
-        raise UnsafePermissions(f"the {what} {path} belongs to another user (uid {st.st_uid})")
-    if st.st_mode & 0o022:
-        raise UnsafePermissions(
-            f"the {what} {path} can be written by group or others"
-            f" (mode {stat.S_IMODE(st.st_mode):o}); run: chmod go-w {path}"
-        )
+    private_files.check(path, what, kind=None)
 
 
 def _prepare(conn: sqlite3.Connection, path: Path, *, busy_timeout: float, readonly: bool) -> str:

@@ -20,9 +20,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from core import private_files
 from core.anchor import Anchor
 from core.chain import Head
-from core.errors import ChainBroken, DatabaseRestored, NotAnchored
+from core.errors import ChainBroken, DatabaseRestored, NotAnchored, UnsafePermissions
 from core.heads import HeadStore
 from core.store import Store
 from core.verify import Anchor as Kept
@@ -48,12 +49,20 @@ class Witness:
 
     @staticmethod
     def remembered(alarm_file: Path) -> WitnessState:
-        """The state before any check: an alarm raised earlier stays until acknowledged."""
+        """The state before any check: an alarm raised earlier stays until acknowledged. An
+        alarm file that is there but cannot be read as one (a folder in its place, another
+        user's file, garbage) is an alarm too: whatever put it there may have hidden one."""
         try:
-            value = json.loads(alarm_file.read_text())
+            text = private_files.read_text(alarm_file, "alarm file")
+            if text is None:
+                return WitnessState(False, None)
+            value = json.loads(text)
             return WitnessState(False, None, str(value["alarm"]), int(value["seq"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return WitnessState(False, None)
+        except (OSError, UnsafePermissions, ValueError, KeyError, TypeError) as e:
+            why = str(e) if isinstance(e, UnsafePermissions) else f"{type(e).__name__}: {e}"
+            return WitnessState(
+                False, None, f"the alarm file cannot be read ({why}) [AlarmFile]", 0
+            )
 
     def check_all(self) -> WitnessState:
         """Verify the whole chain (on start, and on demand)."""
@@ -74,8 +83,16 @@ class Witness:
         return self._check(start=self._last)
 
     def acknowledge(self) -> WitnessState:
-        """The operator has seen the alarm: forget it, and verify again from the start."""
-        self.alarm_file.unlink(missing_ok=True)
+        """The operator has seen the alarm: forget it, and verify again from the start. One
+        whose file cannot be removed (a folder in its place) stays, saying why."""
+        try:
+            self.alarm_file.unlink(missing_ok=True)
+        except OSError as e:
+            return self._raise_alarm(
+                f"the alarm file {self.alarm_file} cannot be removed ({e}); move it away"
+                " [AlarmFile]",
+                self.state.alarm_seq or 0,
+            )
         self.state = WitnessState(self.state.anchored, self.state.head)
         return self.check_all()
 
@@ -105,7 +122,11 @@ class Witness:
         return self.state
 
     def _raise_alarm(self, text: str, seq: int) -> WitnessState:
-        self.alarm_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.alarm_file.write_text(json.dumps({"alarm": text, "seq": seq}))
+        """Raise the alarm, and keep it for the next start; one that cannot be kept is raised
+        all the same, saying so."""
+        try:
+            private_files.write_text(self.alarm_file, json.dumps({"alarm": text, "seq": seq}))
+        except (OSError, UnsafePermissions) as e:
+            text = f"{text} (not kept for the next start: {e})"
         self.state = WitnessState(False, self.state.head, text, seq)
         return self.state

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core import private_files
 from core.errors import SignoffError
 from core.proxy import config as configuration
 from core.store import Store
@@ -35,5 +36,6 @@ def should_offer(store: Store, config_path: Path, data_dir: Path) -> bool:
 
 
 def remember_offered(data_dir: Path) -> None:
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    (data_dir / OFFERED_FILE).write_text("signoff demo was offered on the first start\n")
+    private_files.write_text(
+        data_dir / OFFERED_FILE, "signoff demo was offered on the first start\n"
+    )

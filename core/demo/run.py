@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from core import operator_key, paths
+from core import operator_key, paths, private_files
 from core.errors import OperatorKeyUnavailable, SignoffError
 from core.records import ApprovalView, read_approval
 from core.store import Store
@@ -160,7 +160,7 @@ def make_home(chosen: Path | None) -> Path:
     home = chosen.expanduser().resolve()
     if home.exists() and (not home.is_dir() or any(home.iterdir())):
         raise ValueError(f"{home} is not an empty directory; give a new or empty one to --home")
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_files.make_dir(home)
     home.chmod(0o700)
     return home
 
@@ -328,7 +328,7 @@ class Agent:
             " server; so does this script."
         )
         self.ui.command(["signoff", "proxy", SERVER])
-        with (self.home / "logs" / "host-stderr.log").open("a") as errlog:
+        with private_files.open_log(self.home / "logs" / "host-stderr.log") as errlog:
             async with (
                 stdio_client(params, errlog=errlog) as (read, write),
                 ClientSession(read, write) as session,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core import paths, present
+from core import paths, present, private_files
 from core.approvals import approve, reject
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError, UnknownApproval
@@ -280,7 +280,7 @@ async def _pages(server: ServerConfig, timeout: float) -> list[bytes]:
     from core.proxy.upstream import Upstream
 
     log_dir = paths.data_dir() / "logs"
-    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_files.make_dir(log_dir)
     upstream = Upstream(server, log_dir / f"{server.name}.log")
     await upstream.start(timeout)
     try:
@@ -508,9 +508,8 @@ def proxy(args: argparse.Namespace) -> int:
     if unknown:
         return _error(f"no server named {', '.join(unknown)} in {paths.config_path()}")
     log_dir = paths.data_dir() / "logs"
-    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     logging.basicConfig(
-        filename=log_dir / "proxy.log", level=logging.INFO,
+        stream=private_files.open_log(log_dir / "proxy.log"), level=logging.INFO,
         format="%(asctime)s %(process)d %(levelname)s %(message)s",
     )  # fmt: skip
     with Store.open(paths.database_path()) as store:

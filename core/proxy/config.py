@@ -52,7 +52,7 @@ import tomlkit
 import tomlkit.exceptions
 import tomlkit.items
 
-from core import canonical
+from core import canonical, private_files
 from core.canonical import JSONValue
 from core.errors import ConfigError, JSONRefused, TTLRefused
 from core.policy import ConfigPolicy, Rule
@@ -407,7 +407,7 @@ class Editor:
         except tomlkit.exceptions.TOMLKitError as e:
             raise ConfigError(f"{self.path}: the change does not write back as TOML: {e}") from None
         config = parse(document, _Where(self.path, ""))
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_files.make_dir(self.path.parent)
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.chmod(0o600)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core import private_files
 from core.errors import SignoffError
 from core.proxy.pins import MAX_LISTING_BYTES, ListedTool
 
@@ -64,7 +65,7 @@ def keep(directory: Path, tool: ListedTool) -> None:
     path = _path(directory, tool.pin)
     if _holds(path, tool.pin):
         return
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_files.make_dir(directory)
     directory.chmod(0o700)
     fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{tool.pin}.", suffix=".tmp")
     try:

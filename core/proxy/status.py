@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core import private_files
+from core.errors import UnsafePermissions
 from core.proxy.config import ServerConfig
 from core.proxy.pins import Listing, conflict
 from core.store import utc_now
@@ -70,17 +71,17 @@ def record(directory: Path, server: str, listing: Listing | None, error: str = "
         tools = before.tools if before else {}
     status = {"at": utc_now(), "error": error, "tools": tools}
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = _path(directory, server).with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(status, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(_path(directory, server))
-    except OSError as e:
+        private_files.write_text(_path(directory, server), json.dumps(status, ensure_ascii=False))
+    except (OSError, UnsafePermissions) as e:
         log.warning("could not record the status of server %s: %s", server, e)
 
 
 def read(directory: Path, server: str) -> ServerStatus | None:
     try:
-        value = json.loads(_path(directory, server).read_text(encoding="utf-8"))
+        text = private_files.read_text(_path(directory, server), "server status")
+        if text is None:
+            return None
+        value = json.loads(text)
         return ServerStatus(str(value["at"]), str(value.get("error", "")), dict(value["tools"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, UnsafePermissions, ValueError, KeyError, TypeError):
         return None

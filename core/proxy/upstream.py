@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+from core import private_files
 from core.errors import (
     UpstreamAnswerUnreadable,
     UpstreamCancelled,
@@ -90,8 +91,7 @@ class Upstream:
 
     async def start(self, timeout: float) -> None:
         """Spawn the server and complete the MCP handshake."""
-        self.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._log = self.log_path.open("ab")
+        self._log = private_files.open_log_bytes(self.log_path)
         try:
             self._process = await asyncio.create_subprocess_exec(
                 self.server.command,

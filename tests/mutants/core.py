@@ -25,6 +25,27 @@ CORE: tuple[Mutation, ...] = (
         "a WAL that others can write, or that belongs to another user, is opened",
         "tests/core/test_store.py::test_a_wal_file_others_can_write_is_refused",
     ),
+    # --- G-FILES-1: Signoff's own files ----------------------------------------------------------
+    Mutation(
+        "the folders above a new one get the umask's mode",
+        "G-FILES-1",
+        "core/private_files.py",
+        "    for folder in reversed(missing):\n",
+        "    path.mkdir(mode=0o700, parents=True, exist_ok=True)\n    for folder in ():\n",
+        "the data folder made through the configuration's folder is open to everyone",
+        "tests/core/test_private_files.py::"
+        "test_every_level_of_a_folder_made_is_owner_only_whatever_the_umask",
+    ),
+    Mutation(
+        "an alarm file that does not read is no alarm",
+        "G-FILES-1",
+        "core/witness.py",
+        '                False, None, f"the alarm file cannot be read ({why}) [AlarmFile]", 0',
+        '                False, None, "", 0',
+        "a folder an agent made at alarm.json keeps the tray green",
+        "tests/core/test_private_files.py::"
+        "test_an_alarm_file_that_is_not_signoffs_raises_the_alarm[folder]",
+    ),
     # --- G-STORE-2: no triggers, no views -----------------------------------------------------
     Mutation(
         "a view in the file is let through",
