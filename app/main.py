@@ -4,8 +4,8 @@ native notifications, and a hand-over when started twice."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
+import stat
 import sys
 from pathlib import Path
 
@@ -15,19 +15,32 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from app import autostart
 from core import paths, private_files
+from core.errors import UnsafePermissions
 from core.heads import KeyringHeadStore
+from core.proxy import wake
 from core.store import Store
 
 APP_ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "app.svg"
 
 
 def instance_name() -> str:
-    digest = hashlib.sha256(str(paths.database_path()).encode()).hexdigest()[:16]
-    return f"signoff-{digest}"
+    """Where the running app listens for a second start: a socket in the folder of the wake
+    socket (``$SIGNOFF_HOME/run``, else the user's runtime folder), which only the user can
+    enter, never a name in a shared temporary folder that another account could take first.
+    One per database: the folder is per ``SIGNOFF_HOME``, and without one there is one
+    database per user."""
+    return str(wake.socket_path().with_name("app.sock"))
 
 
 def hand_over() -> bool:
-    """If an instance runs, ask it to show what waits; True when it took over."""
+    """If an instance runs, ask it to show what waits; True when it took over. A socket that
+    is not the user's own, in a folder that is not, is not spoken to."""
+    path = Path(instance_name())
+    try:
+        private_files.check(path.parent, "runtime folder", kind=stat.S_ISDIR)
+        private_files.check(path, "instance socket", kind=stat.S_ISSOCK)
+    except (OSError, UnsafePermissions):
+        return False
     socket = QLocalSocket()
     socket.connectToServer(instance_name())
     if not socket.waitForConnected(500):
@@ -58,8 +71,20 @@ def run(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=private_files.open_log(log_dir / "app.log"), level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
     server = QLocalServer()
-    QLocalServer.removeServer(instance_name())
-    server.listen(instance_name())
+    try:
+        private_files.make_dir(Path(instance_name()).parent)
+    except (OSError, UnsafePermissions) as e:
+        print(f"Signoff cannot start: {e}", file=sys.stderr)
+        return 2
+    QLocalServer.removeServer(instance_name())  # left by an app that died: none runs (above)
+    if not server.listen(instance_name()):
+        # Two apps on one database would notify every request twice and take each other's
+        # wake socket: say so, and do not start a second one silently.
+        print(
+            f"Signoff cannot listen at {instance_name()}: {server.errorString()}",
+            file=sys.stderr,
+        )
+        return 2
     store = Store.open(paths.database_path())
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from app import autostart
 from tests.conftest import SIGNOFF
+from tests.waiting import wait_for
 
 
 def test_a_second_start_hands_over_to_the_running_app_and_exits(home: Path) -> None:
@@ -30,6 +34,51 @@ def test_a_second_start_hands_over_to_the_running_app_and_exits(home: Path) -> N
     finally:
         first.terminate()
         first.communicate(timeout=30)
+
+
+def _app_env(home: Path) -> dict[str, str]:
+    return {**os.environ, "SIGNOFF_HOME": str(home), "QT_QPA_PLATFORM": "offscreen",
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}  # fmt: skip
+
+
+@pytest.mark.guarantee("G-FILES-1")
+def test_the_instance_socket_is_the_users_own_and_a_planted_file_there_is_not_trusted(
+    home: Path,
+) -> None:
+    """The app listened at ``$TMPDIR/signoff-<hash of the database path>``: a name another
+    account could take first (the operator then got "already running" and no tray), and a
+    file left there made ``listen`` fail silently (two apps). It now listens in the 0700 run
+    folder; a file in its place that is not the user's own socket is never spoken to."""
+    run = home / "run"
+    run.mkdir(mode=0o700)
+    planted = run / "app.sock"
+    planted.write_text("not a socket")
+    os.chown(planted, 65534, 65534)  # another account's (the tests run as root in CI)
+    app = subprocess.Popen([str(SIGNOFF)], env=_app_env(home), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_for(lambda: planted.is_socket() or app.poll() is not None, "the app listening")
+        assert app.poll() is None, app.communicate()
+        st = planted.lstat()
+        assert stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid()
+        assert stat.S_IMODE(run.stat().st_mode) == 0o700
+        second = subprocess.run([str(SIGNOFF)], env=_app_env(home), capture_output=True,
+                                text=True, timeout=60, check=False)  # fmt: skip
+        assert second.returncode == 0 and "already running" in second.stdout
+    finally:
+        app.terminate()
+        app.communicate(timeout=30)
+
+
+@pytest.mark.guarantee("G-FILES-1")
+def test_a_run_folder_others_can_write_stops_the_app_with_the_reason(home: Path) -> None:
+    run = home / "run"
+    run.mkdir()
+    run.chmod(0o777)
+    done = subprocess.run([str(SIGNOFF)], env=_app_env(home), capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 2
+    assert f"the folder {run} can be written by group or others" in done.stderr
 
 
 def test_start_at_login_writes_and_removes_an_xdg_autostart_entry(

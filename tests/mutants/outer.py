@@ -158,4 +158,14 @@ OUTER: tuple[Mutation, ...] = (
         "a repeat of a call that ran is approved with one click on a notification",
         "tests/app/test_tray.py::test_a_call_that_may_have_run_or_already_ran_is_never_approved_from_its_notification[duplicate]",
     ),
+    Mutation(
+        "the app listens at a name in the shared temporary folder",
+        "G-FILES-1",
+        "app/main.py",
+        '    return str(wake.socket_path().with_name("app.sock"))',
+        '    return "signoff-" + paths.database_path().parent.name',
+        "another account can take the name first, and a planted file there is trusted",
+        "tests/app/test_instance_and_autostart.py::"
+        "test_the_instance_socket_is_the_users_own_and_a_planted_file_there_is_not_trusted",
+    ),
 )
