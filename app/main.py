@@ -4,7 +4,9 @@ native notifications, and a hand-over when started twice."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import os
 import stat
 import sys
 from pathlib import Path
@@ -28,19 +30,46 @@ def instance_name() -> str:
     socket (``$SIGNOFF_HOME/run``, else the user's runtime folder), which only the user can
     enter, never a name in a shared temporary folder that another account could take first.
     One per database: the folder is per ``SIGNOFF_HOME``, and without one there is one
-    database per user."""
+    database per user. (Windows: a named pipe of the old name; it has no such folder.)"""
+    if sys.platform == "win32":
+        digest = hashlib.sha256(str(paths.database_path()).encode()).hexdigest()[:16]
+        return f"signoff-{digest}"
     return str(wake.socket_path().with_name("app.sock"))
+
+
+_instance_lock: int | None = None  # the lock file held for the app's lifetime
+
+
+def claim_instance() -> bool:
+    """Hold ``app.lock`` beside the instance socket for as long as this process lives; False
+    when another app holds it (two started at once: both found no socket to hand over to, and
+    the second would remove the first one's socket and listen in its place)."""
+    global _instance_lock
+    if sys.platform == "win32":
+        return True
+    import fcntl
+
+    path = Path(instance_name()).with_name("app.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    _instance_lock = fd
+    return True
 
 
 def hand_over() -> bool:
     """If an instance runs, ask it to show what waits; True when it took over. A socket that
     is not the user's own, in a folder that is not, is not spoken to."""
     path = Path(instance_name())
-    try:
-        private_files.check(path.parent, "runtime folder", kind=stat.S_ISDIR)
-        private_files.check(path, "instance socket", kind=stat.S_ISSOCK)
-    except (OSError, UnsafePermissions):
-        return False
+    if sys.platform != "win32":
+        try:
+            private_files.check(path.parent, "runtime folder", kind=stat.S_ISDIR)
+            private_files.check(path, "instance socket", kind=stat.S_ISSOCK, modes=False)
+        except (OSError, UnsafePermissions):
+            return False
     socket = QLocalSocket()
     socket.connectToServer(instance_name())
     if not socket.waitForConnected(500):
@@ -66,17 +95,22 @@ def run(argv: list[str] | None = None) -> int:
         print("Signoff is already running; it now shows what waits.")
         return 0
     data = paths.data_dir()
-    log_dir = data / "logs"
-    private_files.make_dir(log_dir)
-    logging.basicConfig(stream=private_files.open_log(log_dir / "app.log"), level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
-    server = QLocalServer()
     try:
-        private_files.make_dir(Path(instance_name()).parent)
+        log = private_files.open_log(data / "logs" / "app.log")
+        if sys.platform != "win32":
+            private_files.make_dir(Path(instance_name()).parent)
     except (OSError, UnsafePermissions) as e:
         print(f"Signoff cannot start: {e}", file=sys.stderr)
         return 2
-    QLocalServer.removeServer(instance_name())  # left by an app that died: none runs (above)
+    logging.basicConfig(stream=log, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
+    if not claim_instance():
+        print("Signoff is already starting.")
+        return 0
+    server = QLocalServer()
+    # Only this user may connect, whatever the umask (the folder already sees to it).
+    server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
+    QLocalServer.removeServer(instance_name())  # left by an app that died: we hold the lock
     if not server.listen(instance_name()):
         # Two apps on one database would notify every request twice and take each other's
         # wake socket: say so, and do not start a second one silently.

@@ -23,8 +23,8 @@ POLL_SECONDS = 0.01
 @contextmanager
 def locked(path: Path, timeout: float | None) -> Iterator[None]:
     """Hold the lock on ``path`` (created owner-only) or raise ``LockTimeout`` after
-    ``timeout`` seconds of another holder; with no timeout, wait in the kernel's queue until
-    it is free (fair to every waiter, where retrying favours whoever just let go)."""
+    ``timeout`` seconds of another holder; with no timeout, wait blocked in the kernel until it
+    is free (no polling; the caller bounds the wait some other way)."""
     deadline = time.monotonic() + (timeout or 0.0)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)

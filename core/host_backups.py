@@ -124,8 +124,7 @@ def _read(path: Path) -> bytes:
 def _backups(config_path: Path) -> Path:
     folder = backup_dir(config_path)
     try:
-        private_files.make_dir(folder)
-        folder.chmod(0o700)
+        private_files.make_dir(folder, repair=True)
     except OSError as e:
         raise HostConfigError(f"{folder}: cannot keep copies here: {e.strerror}") from None
     return folder

@@ -29,6 +29,15 @@ class KeyringTimeout(Exception):
 
 _stuck: threading.Thread | None = None
 _guard = threading.Lock()
+_call = threading.local()  # on a call's own thread: ``given_up``, set once its caller gave up
+
+
+def given_up() -> bool:
+    """Whether the caller of the call running on this thread stopped waiting for it: a write it
+    was about to make is then not made (its caller has already answered without it, and may
+    have let go of the lock the write belonged under)."""
+    event = getattr(_call, "given_up", None)
+    return event is not None and event.is_set()
 
 
 def call(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
@@ -39,8 +48,10 @@ def call(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
             raise KeyringTimeout("the keyring has not yet answered an earlier call (locked?)")
         _stuck = None
     box: list[tuple[bool, object]] = []
+    gave_up = threading.Event()
 
     def run() -> None:
+        _call.given_up = gave_up
         try:
             box.append((True, fn()))
         except BaseException as e:  # handed to the caller below
@@ -50,6 +61,7 @@ def call(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
     thread.start()
     thread.join(timeout)
     if thread.is_alive():
+        gave_up.set()
         with _guard:
             _stuck = thread
         raise KeyringTimeout(f"the keyring did not answer within {timeout:g} s (locked?)")
@@ -80,10 +92,11 @@ def backend(given: Any = None) -> Any:
     the session bus is named (``find_session_bus``).
 
     Where the package would chain several backends (it does when another, such as keyrings.alt's
-    files, is installed beside the OS keyring), only the first, the OS keyring, is used: a
-    chain reads on in the next backend when the first has no value, and a file that anybody
-    who can write the user's files can fill must never answer for the operator key or a kept
-    head. The Secret Service backend is used in the steady form of core/secret_service.py,
+    files, is installed beside the OS keyring), only the first of its own OS backends is used
+    (the ``keyring.backends`` package's: the Secret Service, KWallet, macOS, Windows), else
+    none: a chain reads on in the next backend when the first has no value, and a file that
+    anybody who can write the user's files can fill must never answer for the operator key or a
+    kept head. The Secret Service backend is used in the steady form of core/secret_service.py,
     which several Signoff processes writing at once need."""
     if given is None:
         import keyring
@@ -93,7 +106,11 @@ def backend(given: Any = None) -> Any:
         find_session_bus()
         given = keyring.get_keyring()
         if isinstance(given, ChainerBackend):
-            given = given.backends[0] if given.backends else NoKeyring()  # type: ignore[no-untyped-call]
+            chain = given.backends  # sorted anew (and each backend asked) at every access
+            given = next(
+                (b for b in chain if type(b).__module__.startswith("keyring.backends.")),
+                NoKeyring(),  # type: ignore[no-untyped-call]
+            )
     if type(given).__module__ == "keyring.backends.SecretService":
         from core.secret_service import steady
 

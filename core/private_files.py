@@ -29,9 +29,18 @@ from core.errors import UnsafePermissions
 CHECKED = sys.platform != "win32"
 
 
-def make_dir(path: Path) -> Path:
+def make_dir(path: Path, repair: bool = False) -> Path:
     """``path`` as a folder, each level made here 0700 (rule 1); an existing one is checked
-    (rule 3)."""
+    (rule 3), after being set to 0700 when ``repair`` and it is the user's own folder (a folder
+    the person named for Signoff, made with a loose umask)."""
+    if repair and CHECKED:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            pass
+        else:
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+                os.chmod(path, 0o700, follow_symlinks=False)
     missing = []
     level = path
     while not level.exists() and level != level.parent:
@@ -48,9 +57,15 @@ def make_dir(path: Path) -> Path:
     return path
 
 
-def check(path: Path, what: str, kind: object = stat.S_ISREG) -> os.stat_result:
-    """Rule 3 for ``path``, which must exist; its ``lstat``."""
-    st = os.lstat(path)
+def check(path: Path, what: str, kind: object = stat.S_ISREG, modes: bool = True) -> os.stat_result:
+    """Rule 3 for ``path``, which must exist; its ``lstat``. ``modes=False``: not the mode bits
+    (a socket's, which its maker's umask sets, guards nothing: its folder does)."""
+    return _checked(os.lstat(path), path, what, kind, modes)
+
+
+def _checked(
+    st: os.stat_result, path: Path, what: str, kind: object, modes: bool = True
+) -> os.stat_result:
     if stat.S_ISLNK(st.st_mode):
         raise UnsafePermissions(f"the {what} {path} is a symbolic link; refusing to follow it")
     if callable(kind) and not kind(st.st_mode):
@@ -62,7 +77,7 @@ def check(path: Path, what: str, kind: object = stat.S_ISREG) -> os.stat_result:
         return st
     if st.st_uid != os.geteuid():
         raise UnsafePermissions(f"the {what} {path} belongs to another user (uid {st.st_uid})")
-    if st.st_mode & 0o022:
+    if modes and st.st_mode & 0o022:
         raise UnsafePermissions(
             f"the {what} {path} can be written by group or others"
             f" (mode {stat.S_IMODE(st.st_mode):o}); run: chmod go-w {path}"
@@ -74,10 +89,22 @@ def read_text(path: Path, what: str = "state file") -> str | None:
     """The file's text, or None when there is none; ``UnsafePermissions`` when it is not one
     Signoff wrote (rule 3)."""
     try:
-        check(path, what)
+        # Non-blocking: a FIFO put in its place must not hang the reader; checked on the file
+        # opened, not on the name (which could change between a look and an open).
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:  # ELOOP: a symbolic link
+        if os.path.islink(path):
+            raise UnsafePermissions(
+                f"the {what} {path} is a symbolic link; refusing to follow it"
+            ) from None
+        raise
+    try:
+        _checked(os.fstat(fd), path, what, stat.S_ISREG)
+    except BaseException:
+        os.close(fd)
+        raise
     with os.fdopen(fd, encoding="utf-8") as f:
         return f.read()
 
@@ -95,7 +122,12 @@ def open_log_bytes(path: Path) -> BinaryIO:
 
 def _append(path: Path) -> int:
     make_dir(path.parent)
-    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = os.open(path, flags, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device put in the log's place
+        os.close(fd)
+        raise UnsafePermissions(f"{path} is not a file as Signoff's log must be; move it away")
+    return fd
 
 
 def write_text(path: Path, text: str) -> None:

@@ -20,8 +20,10 @@ Signoff's processes do (each proxy anchors the head, the tray witnesses it), and
    others read it made the daemon exit in about one run of three (checked with 42.1, with and
    without rule 2's retries), and with every call made under one lock, in none of ten. So every
    call Signoff makes into the Secret Service, from any of its processes, is made under one lock
-   per user (a file in the user's cache directory). A call waits its turn in the kernel's queue
-   for as long as it takes: its caller's deadline (core/keyring_calls.py) is what bounds it.
+   per user (a file in the user's cache directory). A call waits for it blocked in the kernel
+   (no polling); its caller's deadline (core/keyring_calls.py) bounds the wait, and a write
+   whose caller gave up meanwhile is not made: it would land after its caller answered, and
+   outside the lock it belonged under (the kept head's, the operator key's).
 
 Each operation is retried whole, for at most ``PATIENCE`` seconds; every other failure is the
 caller's (core/keyring_calls.py bounds the whole call by its deadline).
@@ -29,19 +31,20 @@ caller's (core/keyring_calls.py bounds the whole call by its deadline).
 
 from __future__ import annotations
 
+import os
+import pwd
 import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
-import platformdirs
 import secretstorage
 from keyring.backends import SecretService
 from keyring.errors import InitError, KeyringLocked
 from secretstorage.exceptions import ItemNotFoundException, SecretStorageException
 
-from core import private_files
+from core import keyring_calls, private_files
 from core.filelock import locked
 
 T = TypeVar("T")
@@ -50,9 +53,11 @@ PATIENCE = 2.0  # seconds: a reload of the keyring file takes milliseconds
 
 
 def _lock() -> Path:
-    folder = Path(platformdirs.user_cache_dir("signoff", appauthor=False))
-    private_files.make_dir(folder)
-    return folder / "secret-service.lock"
+    """One file per user, wherever the process was started from: in the user's own home as the
+    password database names it, not as the environment does (an MCP host starts a proxy with
+    few variables; a tray with its own XDG_CACHE_HOME would otherwise lock another file)."""
+    home = Path(pwd.getpwuid(os.geteuid()).pw_dir)
+    return private_files.make_dir(home / ".cache" / "signoff") / "secret-service.lock"
 
 
 def _steadily(operation: Callable[[], T]) -> T:
@@ -111,10 +116,14 @@ class Keyring(SecretService.Keyring):
 
     def set_password(self, service: str, username: str, password: str) -> None:
         with locked(_lock(), None):
+            if keyring_calls.given_up():  # waited past its caller's deadline: never write late
+                raise keyring_calls.KeyringTimeout("the write waited too long; not made")
             _steadily(lambda: super(Keyring, self).set_password(service, username, password))
 
     def delete_password(self, service: str, username: str) -> None:
         with locked(_lock(), None):
+            if keyring_calls.given_up():
+                raise keyring_calls.KeyringTimeout("the deletion waited too long; not made")
             _steadily(lambda: super(Keyring, self).delete_password(service, username))
 
 

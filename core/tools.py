@@ -19,7 +19,8 @@ Rules:
    and the spec is stored once in ``tool_specs``.
 4. A tool's ``hidden`` parameters (those its caller sets itself, or forbids) may not be set by a
    call under any spelling: an argument whose name folds to a hidden one's (NFKC, case-folded,
-   ``-`` and ``_`` ignored: ``Account``, ``ACCOUNT``, ``ac_count`` for ``account``) fails the
+   ``-``, ``_``, ``.``, spaces and zero-width characters ignored: ``Account``, ``ACCOUNT``,
+   ``ac_count``, ``ac\u200bcount`` for ``account``) fails the
    schema check, naming both. A server that reads its parameters loosely must not receive
    ``Account`` beside the ``account`` the operator fixed. ``hidden`` is part of the spec when
    it is not empty.
@@ -86,8 +87,13 @@ class Tool:
 
 
 def folded(name: str) -> str:
-    """A parameter's name as rule 4 compares it."""
-    return "".join(c for c in unicodedata.normalize("NFKC", name).casefold() if c not in "-_")
+    """A parameter's name as rule 4 compares it: NFKC, case-folded, without ``-``, ``_``,
+    ``.``, spaces and characters that draw nothing (zero-width and other format characters)."""
+    return "".join(
+        c
+        for c in unicodedata.normalize("NFKC", name).casefold()
+        if c not in "-_." and not c.isspace() and unicodedata.category(c) != "Cf"
+    )
 
 
 class CompiledTool:

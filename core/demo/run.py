@@ -160,8 +160,7 @@ def make_home(chosen: Path | None) -> Path:
     home = chosen.expanduser().resolve()
     if home.exists() and (not home.is_dir() or any(home.iterdir())):
         raise ValueError(f"{home} is not an empty directory; give a new or empty one to --home")
-    private_files.make_dir(home)
-    home.chmod(0o700)
+    private_files.make_dir(home, repair=True)
     return home
 
 

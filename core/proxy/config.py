@@ -407,11 +407,7 @@ class Editor:
         except tomlkit.exceptions.TOMLKitError as e:
             raise ConfigError(f"{self.path}: the change does not write back as TOML: {e}") from None
         config = parse(document, _Where(self.path, ""))
-        private_files.make_dir(self.path.parent)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.chmod(0o600)
-        tmp.replace(self.path)
+        private_files.write_text(self.path, text)
         return config
 
 

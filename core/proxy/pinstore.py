@@ -65,8 +65,7 @@ def keep(directory: Path, tool: ListedTool) -> None:
     path = _path(directory, tool.pin)
     if _holds(path, tool.pin):
         return
-    private_files.make_dir(directory)
-    directory.chmod(0o700)
+    private_files.make_dir(directory, repair=True)
     fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{tool.pin}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:  # mkstemp made it 0600

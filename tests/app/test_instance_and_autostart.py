@@ -12,28 +12,57 @@ import pytest
 
 from app import autostart
 from tests.conftest import SIGNOFF
+from tests.core.test_store import _umask
 from tests.waiting import wait_for
 
 
 def test_a_second_start_hands_over_to_the_running_app_and_exits(home: Path) -> None:
-    env = {**os.environ, "SIGNOFF_HOME": str(home), "QT_QPA_PLATFORM": "offscreen",
-           "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}  # fmt: skip
-    first = subprocess.Popen([str(SIGNOFF)], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    """With the umask many desktops use (002: the socket is made group-writable unless the
+    app says otherwise), a second start still hands over instead of starting a second app."""
+    with _umask(0o002):
+        first = subprocess.Popen([str(SIGNOFF)], env=_app_env(home), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         while not (home / "run" / "wake.sock").exists():  # the app listens: it is up
             assert first.poll() is None, first.communicate()
             assert time.monotonic() < deadline, "the app did not start"
             time.sleep(0.05)
-        second = subprocess.run([str(SIGNOFF)], env=env, capture_output=True, text=True,
-                                timeout=60, check=False)  # fmt: skip
+        with _umask(0o002):
+            second = subprocess.run([str(SIGNOFF)], env=_app_env(home), capture_output=True,
+                                    text=True, timeout=60, check=False)  # fmt: skip
         assert second.returncode == 0, second.stderr
         assert "already running" in second.stdout
         assert first.poll() is None  # the first one goes on
     finally:
         first.terminate()
         first.communicate(timeout=30)
+
+
+def test_two_apps_started_at_once_leave_one_running(home: Path) -> None:
+    """Both find no app to hand over to; only one may listen (the second used to remove the
+    first one's socket and listen in its place: two icons, every request notified twice)."""
+    apps = [
+        subprocess.Popen(
+            [str(SIGNOFF)],
+            env=_app_env(home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        wait_for(lambda: sum(a.poll() is not None for a in apps) == 1, "one of the two to leave")
+        [gone] = [a for a in apps if a.poll() is not None]
+        out, err = gone.communicate(timeout=30)
+        assert gone.returncode == 0, err
+        assert "already" in out
+        wait_for((home / "run" / "app.sock").is_socket, "the one left listening")
+    finally:
+        for a in apps:
+            a.terminate()
+            a.communicate(timeout=30)
 
 
 def _app_env(home: Path) -> dict[str, str]:

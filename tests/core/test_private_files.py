@@ -108,6 +108,8 @@ def test_a_state_file_read_refuses_what_signoff_did_not_write(tmp_path: Path) ->
     loose = tmp_path / "loose.json"
     loose.write_text("[2]")
     loose.chmod(0o622)
-    for path in (link, folder, loose):
+    fifo = tmp_path / "fifo.json"  # would hang a reader that opened it blocking
+    os.mkfifo(fifo, 0o600)
+    for path in (link, folder, loose, fifo):
         with pytest.raises(UnsafePermissions):
             private_files.read_text(path)

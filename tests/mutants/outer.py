@@ -59,17 +59,9 @@ OUTER: tuple[Mutation, ...] = (
         "G-CONFIG-1",
         "core/proxy/config.py",
         '        config = parse(document, _Where(self.path, ""))\n'
-        "        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)\n"
-        '        tmp = self.path.with_name(self.path.name + ".tmp")\n'
-        '        tmp.write_text(text, encoding="utf-8")\n'
-        "        tmp.chmod(0o600)\n"
-        "        tmp.replace(self.path)\n"
+        "        private_files.write_text(self.path, text)\n"
         "        return config\n",
-        "        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)\n"
-        '        tmp = self.path.with_name(self.path.name + ".tmp")\n'
-        '        tmp.write_text(text, encoding="utf-8")\n'
-        "        tmp.chmod(0o600)\n"
-        "        tmp.replace(self.path)\n"
+        "        private_files.write_text(self.path, text)\n"
         '        return parse(document, _Where(self.path, ""))\n',
         "a refused change is already in config.toml when it is refused",
         "tests/proxy/test_manage.py::test_a_refused_change_leaves_the_file_as_it_was[fixed-and-denied]",

@@ -221,7 +221,8 @@ def test_fixed_and_denied_parameters(rig: Rig, tmp_path: Path) -> None:
             # reads its parameters loosely would take "Mode" over the operator's "mode".
             wide = "\uff2d\uff4f\uff44\uff45"  # "Mode" in fullwidth letters
             for variant, name in (("Mode", "mode"), ("MODE", "mode"), ("FORCE", "force"),
-                                  ("for_ce", "force"), (wide, "mode")):  # fmt: skip
+                                  ("for_ce", "force"), (wide, "mode"),
+                                  ("fo\u200brce", "force"), ("Mo de", "mode")):  # fmt: skip
                 refused = await host.call_tool("echo", {"text": "hi", variant: "x"})
                 assert refused.is_error, variant
                 assert f"the parameter {name!r} is set or denied" in text(refused), variant
