@@ -149,6 +149,17 @@ class ConfigError(SignoffError):
     """The configuration has an unknown key or a bad value; the message names where."""
 
 
+class ConfigChangedOutside(ConfigError):
+    """config.toml differs from the configuration Signoff recorded (a hand edit, an agent's
+    write, a restored copy): it is not taken up, and Signoff does not edit it, until the operator
+    accepts it or restores the recorded one (``signoff settings accept|restore``)."""
+
+
+class ConfigUnrecorded(ConfigError):
+    """The database holds no configuration authenticated by its operator key that could be
+    trusted or restored."""
+
+
 class TTLRefused(ConfigError):
     """A time-to-live that cannot work: a lease TTL of zero or less, or not finite (a lease
     that lapses as it is taken, a heartbeat that never sleeps, or a dead process that blocks its

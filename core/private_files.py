@@ -87,7 +87,13 @@ def _checked(
 
 def read_text(path: Path, what: str = "state file") -> str | None:
     """The file's text, or None when there is none; ``UnsafePermissions`` when it is not one
-    Signoff wrote (rule 3)."""
+    Signoff wrote (rule 3); ``UnicodeDecodeError`` when it is not UTF-8."""
+    data = read_bytes(path, what)
+    return None if data is None else data.decode("utf-8")
+
+
+def read_bytes(path: Path, what: str = "state file") -> bytes | None:
+    """``read_text`` for the bytes as they are (no newline translation)."""
     try:
         # Non-blocking: a FIFO put in its place must not hang the reader; checked on the file
         # opened, not on the name (which could change between a look and an open).
@@ -105,7 +111,7 @@ def read_text(path: Path, what: str = "state file") -> str | None:
     except BaseException:
         os.close(fd)
         raise
-    with os.fdopen(fd, encoding="utf-8") as f:
+    with os.fdopen(fd, "rb") as f:
         return f.read()
 
 

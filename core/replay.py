@@ -34,6 +34,7 @@ NO_RUN_KINDS = (
     "operator.unauthenticated",
     "operator.authenticated",
     "operator.keyed",
+    "config.recorded",
 )
 
 

@@ -31,6 +31,8 @@ Events of no run (the operator's configuration; no state table changes):
 - ``operator.unauthenticated`` {by, reason}            decisions are no longer signed
 - ``operator.authenticated``   {by}                    they are signed again
 - ``operator.keyed``   {key}                             the first signed decision follows
+- ``config.recorded``  {text, sha256, by, why, key, mac}  the configuration in force
+                                                         (core/proxy/config_record.py)
 """
 
 from __future__ import annotations
@@ -340,6 +342,7 @@ def record_config_change(tx: Transaction, kind: str, payload: JSONValue, *, at: 
         "operator.unauthenticated",
         "operator.authenticated",
         "operator.keyed",
+        "config.recorded",
     ):
         raise ValueError(f"{kind!r} is not a configuration event")
     tx.append_event(kind=kind, payload=payload, at=at)

@@ -19,7 +19,7 @@ from core.errors import ConfigError, SignoffError, UnknownApproval
 from core.marks import visible
 from core.policy import Rule
 from core.proxy import config as configuration
-from core.proxy import manage, status, wake
+from core.proxy import config_commands, config_record, manage, status, wake
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.proxy.pins import evaluate, read_listing
 from core.proxy.server import serve
@@ -110,7 +110,11 @@ def register(commands: Any) -> None:
                    help="yes: keep the class even if the server's hints disagree")  # fmt: skip
     p.set_defaults(func=tool_settings)
 
-    p = commands.add_parser("settings", help="show the settings, or set one: NAME VALUE|default")
+    p = commands.add_parser(
+        "settings",
+        help="show the settings, or set one: NAME VALUE|default; diff, accept or restore a"
+        " config.toml changed outside Signoff",
+    )
     p.add_argument("setting", nargs="*", metavar="NAME VALUE")
     p.add_argument("--server", metavar="NAME",
                    help="call_timeout_seconds for this server's calls only")  # fmt: skip
@@ -459,6 +463,8 @@ def _own_timeout(server: str | None, tool: str | None, name: str, text: str) -> 
 def settings(args: argparse.Namespace) -> int:
     path = paths.config_path()
     names = (*manage.TIMINGS, "notifications")
+    if len(args.setting) == 1 and args.setting[0] in config_commands.WORDS:
+        return config_commands.run(args.setting[0])
     if not args.setting:
         config = configuration.load(path)
         for name in names:
@@ -503,16 +509,23 @@ def _record_policy(before: configuration.Config, after: configuration.Config) ->
 
 
 def proxy(args: argparse.Namespace) -> int:
-    config = configuration.load(paths.config_path())
-    unknown = [n for n in args.names if n not in config.servers]
-    if unknown:
-        return _error(f"no server named {', '.join(unknown)} in {paths.config_path()}")
     log_dir = paths.data_dir() / "logs"
     logging.basicConfig(
         stream=private_files.open_log(log_dir / "proxy.log"), level=logging.INFO,
         format="%(asctime)s %(process)d %(levelname)s %(message)s",
     )  # fmt: skip
     with Store.open(paths.database_path()) as store:
+        try:  # the rules in force are the recorded ones, whatever the file says now
+            now = config_record.state(store, paths.config_path())
+            config = now.config()
+        except SignoffError as e:
+            return _error(str(e), type(e).__name__)
+        if now.changed_outside:
+            logging.getLogger("signoff.proxy").error("%s", now.why())
+            print(f"signoff: {now.why()}", file=sys.stderr)
+        unknown = [n for n in args.names if n not in config.servers]
+        if unknown:
+            return _error(f"no server named {', '.join(unknown)} in {paths.config_path()}")
         asyncio.run(serve(config, args.names, store, log_dir=log_dir, hold_seconds=args.hold,
                           config_path=paths.config_path()))  # fmt: skip
     return EXIT_OK

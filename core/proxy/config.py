@@ -183,24 +183,43 @@ def _split_key(text: str) -> list[str]:
 
 
 def load(path: Path) -> Config:
-    """The configuration at ``path`` (an empty one when there is no file)."""
+    """The configuration at ``path`` (an empty one when there is no file), as the file says:
+    the rules in force are the recorded ones (core/proxy/config_record.py)."""
     try:
         text = _read(path)
     except FileNotFoundError:
         return Config()
+    return load_text(path, text)
+
+
+def load_text(path: Path, text: str) -> Config:
+    """The configuration ``text`` (of ``path``, for messages)."""
     return parse(_parse_toml(path, text).unwrap(), _Where(path, text))
 
 
 def _read(path: Path) -> str:
-    """The file's text; ``FileNotFoundError`` when there is none."""
+    """The file's text, exactly as written; ``FileNotFoundError`` when there is none. A file
+    that is a symbolic link, another user's or writable by group or others is refused
+    (``UnsafePermissions``, core/private_files.py rule 3)."""
+    return decode(path, read_bytes(path))
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; ``FileNotFoundError`` when there is none."""
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        data = private_files.read_bytes(path, "configuration")
     except OSError as e:
         raise ConfigError(f"{path}: cannot be read: {e.strerror or e}") from None
+    if data is None:
+        raise FileNotFoundError(path)
+    return data
+
+
+def decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})") from None
 
 
 def _parse_toml(path: Path, text: str) -> tomlkit.TOMLDocument:
@@ -375,9 +394,13 @@ class Editor:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self.document = _parse_toml(path, _read(path))
+            self.read: bytes | None = read_bytes(path)
         except FileNotFoundError:
+            self.read = None
+        if self.read is None:
             self.document = tomlkit.document()
+        else:
+            self.document = _parse_toml(path, decode(path, self.read))
 
     def table(self, *keys: str) -> Any:
         node: Any = self.document
@@ -407,7 +430,9 @@ class Editor:
         except tomlkit.exceptions.TOMLKitError as e:
             raise ConfigError(f"{self.path}: the change does not write back as TOML: {e}") from None
         config = parse(document, _Where(self.path, ""))
-        private_files.write_text(self.path, text)
+        from core.proxy import config_record  # it reads configurations with this module
+
+        config_record.save(self.path, self.read, text)
         return config
 
 

@@ -45,11 +45,10 @@ from core.policy import (
     PolicyRequest,
     behind_duplicate_rule,
 )
-from core.proxy import answers, wake
+from core.proxy import answers, config_record, wake
 from core.proxy.answers import STATUS_TOOL
 from core.proxy.cancel import HOST_CANCEL, host_gave_up
 from core.proxy.config import Config, stamp
-from core.proxy.config import load as load_config
 from core.proxy.offered import Exposed, Offered
 from core.proxy.recall import Raced, Recall, close_run, format_time_now, still_latest
 from core.proxy.servers import Servers
@@ -103,10 +102,10 @@ class Proxy:
         self.config = config
         self._timeouts = config  # the servers' and tools' own call timeouts, as last read
         self.config_path = config_path
-        self._config_stamp = stamp(config_path)
         self._hold_given = hold_seconds is not None
         self.names = names
         self.store = store
+        self._config_stamp = self._config_generation()
         self.log_dir = log_dir
         self.status_dir = log_dir.parent / "status"
         self.hold = config.hold_seconds if hold_seconds is None else hold_seconds
@@ -180,24 +179,28 @@ class Proxy:
         return self.offered.listing()
 
     def reload_rules(self) -> bool:
-        """Take up the rules and timings as the configuration file says now, when it changed.
+        """Take up the rules and timings in force, when they changed.
 
-        A rule the operator tightened applies to the next call, without restarting the proxy.
-        The tool set (pins, classes, fixed and denied parameters) stays as it was at start: a
-        tool's class is part of what the gate pinned. A file that no longer reads, or is gone,
-        keeps the rules last read, and says so in the log."""
-        now = stamp(self.config_path)
-        if now == self._config_stamp or self.config_path is None:
+        The rules in force are the configuration Signoff last recorded, never the file as it
+        stands (core/proxy/config_record.py): a file changed outside Signoff, gone or unreadable
+        keeps the recorded rules, and says so in the log. A rule the operator tightened applies
+        to the next call, without restarting the proxy. The tool set (pins, classes, fixed and
+        denied parameters) stays as it was at start: a tool's class is part of what the gate
+        pinned."""
+        if self.config_path is None:
+            return False
+        now = self._config_generation()
+        if now == self._config_stamp:
             return False
         self._config_stamp = now
-        if now is None:  # gone (or not there to stat): not "no rules", which means the defaults
-            log.error("the configuration file is gone; the rules stay as they were")
-            return False
         try:
-            new = load_config(self.config_path)
+            state = config_record.state(self.store, self.config_path)
+            new = state.config()
         except SignoffError as e:
-            log.error("the configuration no longer reads; the rules stay as they were: %s", e)
+            log.error("the rules in force cannot be read; they stay as they were: %s", e)
             return False
+        if state.changed_outside:
+            log.error("%s", state.why())
         self.policy.inner = new.policy()
         self.config = dataclasses.replace(
             self.config,
@@ -212,6 +215,13 @@ class Proxy:
             self.hold = new.hold_seconds
         log.info("rules reloaded: policy %s", self.policy.identity()[:16])
         return True
+
+    def _config_generation(self) -> tuple[object, int] | None:
+        """What tells the rules in force apart: the file's stamp and the latest record."""
+        if self.config_path is None:
+            return None
+        with self.store.snapshot() as conn:
+            return (stamp(self.config_path), config_record.generation(conn))
 
     async def serve_call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """A host's call, made in a task of its own that the host's cancellation (or its going
