@@ -21,7 +21,8 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QFont, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from app import autostart
+from app import autostart, config_outside
+from app.config_outside import ConfigOutsideDialog
 from app.dialog import ApprovalDialog
 from app.history import HistoryWindow
 from app.keyring_worker import KeyringWorker
@@ -36,7 +37,7 @@ from core.errors import SignoffError
 from core.heads import HeadStore
 from core.operator_key import OperatorKey
 from core.proxy import config as configuration
-from core.proxy import wake
+from core.proxy import config_record, wake
 from core.records import ApprovalView, read_approval
 from core.store import Store
 from core.sweep import sweep
@@ -128,6 +129,8 @@ class TrayApp(QObject):
         self._sweeper.timeout.connect(self.sweep)
         self._anchor_wait = self._anchor_countdown = 1  # sweeps between keyring retries
         self._alarmed = ""
+        self.config_outside = ""  # why config.toml is not the recorded one, "" when it is
+        self.config_dialog: ConfigOutsideDialog | None = None
         self.said: list[tuple[str, str]] = []  # (title, text) of the tray's messages, in order
         self.tray.activated.connect(self._activated)
 
@@ -138,6 +141,7 @@ class TrayApp(QObject):
         self._rebuild()
         self.tray.show()
         self.notifier.clear_left_over()
+        self.check_config()
         self.sweep()
         self.refresh()
         self._sweeper.start()
@@ -145,6 +149,8 @@ class TrayApp(QObject):
     def stop(self) -> None:
         self._sweeper.stop()
         self.watcher.close()
+        if self.config_dialog is not None:
+            self.config_dialog.close()
         self.notifier.close()
         self.witness.close()
         self.tray.hide()
@@ -158,6 +164,7 @@ class TrayApp(QObject):
             log.info("notifying approval %s (%s)", p.id, p.title)
             self.notifier.notify(p)
         self._follow_decisions()
+        self.check_config()
         if self.history is not None and self.history.isVisible():
             self.history.refresh()
         self._rebuild()
@@ -175,6 +182,7 @@ class TrayApp(QObject):
         self._rebuild()
 
     def _keyed(self, problem: str) -> None:
+        self.check_config()  # the key may be in memory now
         if problem != self.key_problem:
             self.key_problem = problem
             self._rebuild()
@@ -210,7 +218,36 @@ class TrayApp(QObject):
                 log.info("sweeper: %s", line)
         except SignoffError as e:
             log.warning("sweeper: %s", e)
+        self.check_config()
         self._retry_anchor()
+
+    def check_config(self) -> None:
+        """Whether config.toml is the configuration Signoff recorded; said once when not. Only
+        with the operator key in memory (or none in use): no keyring call on this thread."""
+        if not (self.operator.cached(self.store.database_id) or self.model.unauthenticated):
+            return
+        try:
+            why = config_record.state(self.store, self.config_path, self.operator).why()
+        except SignoffError as e:
+            why = f"the recorded configuration cannot be checked: {e} [{type(e).__name__}]"
+        if why == self.config_outside:
+            return
+        self.config_outside = why
+        if why:
+            log.warning("%s", why)
+            self.say(f"Signoff: {config_outside.TITLE}", why,
+                     QSystemTrayIcon.MessageIcon.Warning)  # fmt: skip
+        self._rebuild()
+
+    def open_config_outside(self) -> ConfigOutsideDialog:
+        if self.config_dialog is None:
+            self.config_dialog = ConfigOutsideDialog(self.store, self.config_path)
+            self.config_dialog.decided.connect(self.check_config)
+        self.config_dialog.show_state()
+        self.config_dialog.show()
+        self.config_dialog.raise_()
+        self.config_dialog.activateWindow()
+        return self.config_dialog
 
     def _retry_anchor(self) -> None:
         """A keyring that came back keeps the head again without waiting for the record to
@@ -352,12 +389,13 @@ class TrayApp(QObject):
             if self.key_problem
             else ""
         )
-        self.tray.setToolTip(f"Signoff: {tip}; chain {anchor}{keyring}")
+        outside = f"; {config_outside.TITLE.lower()}" if self.config_outside else ""
+        self.tray.setToolTip(f"Signoff: {tip}; chain {anchor}{keyring}{outside}")
         # The menu is made again only when what it says changed, and never while it is open
         # (made again under the pointer it closed, or moved): then once it closes.
         says = (state, tuple((p.id, p.title, p.side_effect, p.fingerprint) for p in model.pending),
                 witness, self.key_problem, model.unauthenticated, model.paused,
-                self.dbus_menu)  # fmt: skip
+                self.dbus_menu, self.config_outside)  # fmt: skip
         if says == self._menu_says:
             return
         if self.menu.isVisible():
@@ -382,6 +420,10 @@ class TrayApp(QObject):
             acknowledge = menu.addAction("Acknowledge the alarm and verify again")
             acknowledge.triggered.connect(self._acknowledge)
             alarm.setEnabled(False)
+            menu.addSeparator()
+        if self.config_outside:
+            outside_action = menu.addAction(self._label(f"{config_outside.TITLE}: review…"))
+            outside_action.triggered.connect(self.open_config_outside)
             menu.addSeparator()
         header = menu.addAction(
             f"{len(model.pending)} waiting for you" if model.pending else "Nothing waits"

@@ -466,12 +466,16 @@ def settings(args: argparse.Namespace) -> int:
     if len(args.setting) == 1 and args.setting[0] in config_commands.WORDS:
         return config_commands.run(args.setting[0])
     if not args.setting:
-        config = configuration.load(path)
+        with Store.open(paths.database_path()) as store:
+            now = config_record.state(store, path)  # what is in force, whatever the file says
+        config = now.config()
         for name in names:
             shown = getattr(config, name)
             print(f"{name} = {configuration.NEVER if shown is None else shown}")
         for side_effect in SideEffect:
             print(f"policy.{side_effect.value} = {config.policy().classes[side_effect].value}")
+        if now.changed_outside:
+            return _error(now.why(), "ConfigChangedOutside")
         return EXIT_OK
     if len(args.setting) != 2 or args.setting[0] not in names:
         return _error(f"usage: signoff settings NAME VALUE|default (NAME: {', '.join(names)})")

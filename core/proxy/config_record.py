@@ -82,6 +82,8 @@ class State:
 
     @property
     def changed_outside(self) -> bool:
+        if self.file_problem:
+            return True
         if self.recorded is None:
             return self.file is not None
         return self.file is None or sha256(self.file) != self.recorded.sha256

@@ -59,9 +59,13 @@ OUTER: tuple[Mutation, ...] = (
         "G-CONFIG-1",
         "core/proxy/config.py",
         '        config = parse(document, _Where(self.path, ""))\n'
-        "        private_files.write_text(self.path, text)\n"
+        "        from core.proxy import config_record  # it reads configurations with this module\n"
+        "\n"
+        "        config_record.save(self.path, self.read, text)\n"
         "        return config\n",
-        "        private_files.write_text(self.path, text)\n"
+        "        from core.proxy import config_record\n"
+        "\n"
+        "        config_record.save(self.path, self.read, text)\n"
         '        return parse(document, _Where(self.path, ""))\n',
         "a refused change is already in config.toml when it is refused",
         "tests/proxy/test_manage.py::test_a_refused_change_leaves_the_file_as_it_was[fixed-and-denied]",
@@ -78,11 +82,31 @@ OUTER: tuple[Mutation, ...] = (
     Mutation(
         "a configuration file that is gone brings back the default rules",
         "G-CONFIG-1",
-        "core/proxy/server.py",
-        "        if now is None:  # gone (or not there to stat)",
-        "        if False:  # gone (or not there to stat)",
+        "core/proxy/config_record.py",
+        "        if self.recorded is None:\n            return configuration.Config()",
+        "        if self.recorded is None or self.file is None:\n"
+        "            return configuration.Config()",
         "a running proxy whose config.toml was deleted allows what a deny refused",
         "tests/proxy/test_manage.py::test_a_rule_changed_while_a_proxy_runs_applies_to_its_next_call",
+    ),
+    Mutation(
+        "a proxy takes up config.toml as it stands instead of the recorded configuration",
+        "G-CONFIG-2",
+        "core/proxy/config_record.py",
+        "        return configuration.load_text(self.path, self.recorded.text)",
+        "        return configuration.load(self.path)",
+        "an agent's write to config.toml allows what the operator's rules make wait",
+        "tests/proxy/test_config_record.py::"
+        "test_a_hand_edit_is_not_taken_up_until_the_operator_accepts_it",
+    ),
+    Mutation(
+        "a recorded configuration is taken up without checking its MAC",
+        "G-CONFIG-2",
+        "core/proxy/config_record.py",
+        "        problem = _problem(conn, database_id, keys, seq, text, at)",
+        "        problem = ''",
+        "whoever can write the database records the rules they want",
+        "tests/proxy/test_config_record.py::test_a_record_forged_in_the_database_is_passed_over",
     ),
     # --- the host files ----------------------------------------------------------------------
     Mutation(

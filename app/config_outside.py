@@ -1,0 +1,112 @@
+"""The window for a config.toml changed outside Signoff: what differs, then accept or restore.
+
+The rules in force stay the recorded ones (core/proxy/config_record.py) until the operator
+chooses here (or with ``signoff settings accept|restore``): Accept records the file as it is
+now, once it validates; Restore writes the recorded configuration back over it. The diff is
+the recorded configuration against the file, as text, nothing in it rendered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.errors import SignoffError
+from core.proxy import config_commands, config_record, wake
+from core.store import Store
+
+log = logging.getLogger("signoff.app")
+
+TITLE = "Configuration changed outside Signoff"
+
+
+class ConfigOutsideDialog(QDialog):
+    decided = Signal()  # accepted or restored: the tray looks again
+
+    def __init__(self, store: Store, path: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.path = path
+        self.setWindowTitle(f"Signoff: {TITLE}")
+        self.resize(820, 560)
+        layout = QVBoxLayout(self)
+        self.why = QLabel()
+        self.why.setWordWrap(True)
+        self.why.setTextFormat(self.why.textFormat().PlainText)
+        layout.addWidget(self.why)
+        self.diff = QPlainTextEdit()
+        self.diff.setReadOnly(True)
+        self.diff.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.diff.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        layout.addWidget(self.diff)
+        self.problem = QLabel()
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #b00020;")
+        self.problem.setTextFormat(self.problem.textFormat().PlainText)
+        layout.addWidget(self.problem)
+        buttons = QDialogButtonBox()
+        self.accept_button = QPushButton("Accept this file")
+        self.accept_button.setToolTip("Record the file as it is now: its rules take effect")
+        self.restore_button = QPushButton("Restore the recorded one")
+        self.restore_button.setToolTip("Write the configuration Signoff recorded over the file")
+        self.close_button = QPushButton("Close")
+        buttons.addButton(self.accept_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.addButton(self.restore_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.addButton(self.close_button, QDialogButtonBox.ButtonRole.RejectRole)
+        # A stray Enter takes up nothing: no button is the default.
+        for button in (self.accept_button, self.restore_button, self.close_button):
+            button.setAutoDefault(False)
+            button.setDefault(False)
+        self.accept_button.clicked.connect(self.take_up)
+        self.restore_button.clicked.connect(self.put_back)
+        self.close_button.clicked.connect(self.close)
+        layout.addWidget(buttons)
+        self.show_state()
+
+    def show_state(self) -> None:
+        try:
+            now = config_record.state(self.store, self.path)
+        except SignoffError as e:
+            self._said(f"{e} [{type(e).__name__}]")
+            self.accept_button.setEnabled(False)
+            self.restore_button.setEnabled(False)
+            return
+        self.why.setText(now.why() or f"{self.path} is the configuration Signoff recorded.")
+        self.diff.setPlainText(config_commands.diff(now))
+        self.accept_button.setEnabled(now.changed_outside and now.file is not None)
+        self.restore_button.setEnabled(now.changed_outside and now.recorded is not None)
+
+    def take_up(self) -> None:
+        self._act(config_record.accept, "accepted")
+
+    def put_back(self) -> None:
+        self._act(config_record.restore, "restored")
+
+    def _act(self, act: Callable[[Store, Path], object], done: str) -> None:
+        try:
+            act(self.store, self.path)
+        except SignoffError as e:  # a file that does not validate is not accepted: say why
+            self._said(f"{e} [{type(e).__name__}]")
+            return
+        log.info("configuration %s", done)
+        wake.wake("config")
+        self._said("")
+        self.show_state()
+        self.decided.emit()
+
+    def _said(self, text: str) -> None:
+        self.problem.setText(text)
+        self.problem.setVisible(bool(text))
