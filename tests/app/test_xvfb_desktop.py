@@ -620,8 +620,11 @@ def host(rig: Rig, desktop: Desktop) -> Iterator[Callable[..., Call]]:
 
 
 @pytest.fixture
-def rig(home: Path, tmp_path: Path) -> Rig:
+def rig(home: Path, tmp_path: Path, desktop: Desktop) -> Rig:
+    """Set up with the desktop's keyring: the configuration is recorded with the operator key
+    the app and the proxies use (as one user's commands, app and hosts share one keyring)."""
     rig = Rig(home)
+    rig.env.update(keyring_env(desktop))
     demo_server(rig, tmp_path / "notes.txt")
     return rig
 
