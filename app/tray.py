@@ -227,7 +227,9 @@ class TrayApp(QObject):
         if not (self.operator.cached(self.store.database_id) or self.model.unauthenticated):
             return
         try:
-            why = config_record.state(self.store, self.config_path, self.operator).why()
+            # The witness checks the database against the kept head (an alarm when cut back).
+            now = config_record.state(self.store, self.config_path, self.operator, anchored=False)
+            why = now.why()
         except SignoffError as e:
             why = f"the recorded configuration cannot be checked: {e} [{type(e).__name__}]"
         if why == self.config_outside:

@@ -26,6 +26,12 @@ Rules:
    (``paths.database_path()``); an ``Editor`` of another file records nothing.
 5. Edits are serialised by a lock beside the file, and a file changed since the editor read it
    is not overwritten.
+6. A record is anchored like an approved side effect (core/anchor.py): the chain's head that
+   holds it is kept in the keyring, and the records are read only from a database that still
+   holds the kept head. A database cut back to before a record, or a copy restored from then,
+   would otherwise bring back the rules of an older record (or none, so "first seen"):
+   ``DatabaseRestored``. A keyring that cannot keep or read the head is logged, not fatal: the
+   records are signed all the same, and the tray's witness keeps the head when it can.
 """
 
 from __future__ import annotations
@@ -33,13 +39,16 @@ from __future__ import annotations
 import getpass
 import hashlib
 import hmac
+import logging
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import canonical, operator_key, paths, private_files
+from core.anchor import Anchor
 from core.canonical import JSONValue
 from core.errors import (
     ConfigChangedOutside,
@@ -47,6 +56,7 @@ from core.errors import (
     ConfigUnrecorded,
     JSONRefused,
     LockTimeout,
+    NotAnchored,
     OperatorKeyUnavailable,
     SignoffError,
 )
@@ -54,6 +64,8 @@ from core.filelock import locked
 from core.operator_key import OperatorKey, keyed_at, unauthenticated_mode
 from core.proxy import config as configuration
 from core.store import Store, utc_now
+
+log = logging.getLogger("signoff.config")
 
 KIND = "config.recorded"
 VERSION = "signoff.config.v1"
@@ -218,10 +230,39 @@ def _file(path: Path) -> tuple[bytes | None, str]:
         return None, f"{e} [{type(e).__name__}]"
 
 
-def state(store: Store, path: Path, keys: OperatorKey | None = None) -> State:
+_anchor: Anchor | None = None
+_anchor_guard = threading.Lock()
+
+
+def _default_anchor() -> Anchor:
+    """One per process, so the kept head is read from the keyring once."""
+    global _anchor
+    with _anchor_guard:
+        if _anchor is None:
+            from core.heads import KeyringHeadStore
+
+            _anchor = Anchor(KeyringHeadStore())
+        return _anchor
+
+
+def _check_anchor(store: Store, anchor: Anchor) -> None:
+    """Rule 6: ``DatabaseRestored`` when the database no longer holds the kept head."""
+    try:
+        anchor.check(store)
+    except NotAnchored as e:
+        log.warning("the configuration's record is read without the kept head: %s", e)
+
+
+def state(
+    store: Store, path: Path, keys: OperatorKey | None = None, *, anchored: bool = True
+) -> State:
     """The configuration in force and the file beside it; a database with nothing recorded
-    records the file first (rule 3)."""
+    records the file first (rule 3). ``DatabaseRestored`` from a database cut back (rule 6);
+    ``anchored=False`` leaves that to the caller (the tray, whose witness checks the head on a
+    thread of its own)."""
     keys = keys or operator_key.default()
+    if anchored:
+        _check_anchor(store, _default_anchor())
     with store.snapshot() as conn:
         recorded, passed = latest(conn, store.database_id, keys)
     data, problem = _file(path)
@@ -248,9 +289,15 @@ def record(
     if key is not None:
         payload["key"] = operator_key.key_id(key)
         payload["mac"] = operator_key.mac(key, _fields(store.database_id, digest, by, at, why))
+    anchor = _default_anchor()
+    _check_anchor(store, anchor)
     with store.transaction("configuration recorded") as tx:
         record_config_change(tx, KIND, payload, at=at)
         seq = tx.conn.execute("SELECT max(seq) FROM events").fetchone()[0]
+    try:
+        anchor.advance(store, store.head())
+    except NotAnchored as e:
+        log.warning("the recorded configuration's head is not kept yet: %s", e)
     return Recorded(int(seq), text, digest, by, at, why)
 
 

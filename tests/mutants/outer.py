@@ -108,6 +108,16 @@ OUTER: tuple[Mutation, ...] = (
         "whoever can write the database records the rules they want",
         "tests/proxy/test_config_record.py::test_a_record_forged_in_the_database_is_passed_over",
     ),
+    Mutation(
+        "the recorded configuration is read from a database cut back",
+        "G-CONFIG-2",
+        "core/proxy/config_record.py",
+        "    if anchored:\n        _check_anchor(store, _default_anchor())",
+        "    if False:\n        _check_anchor(store, _default_anchor())",
+        "deleting the latest records brings back an older, looser configuration",
+        "tests/proxy/test_config_record.py::"
+        "test_a_database_cut_back_to_before_the_latest_record_brings_back_no_older_rules",
+    ),
     # --- the host files ----------------------------------------------------------------------
     Mutation(
         "a host file changed since it was read is overwritten",

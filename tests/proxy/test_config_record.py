@@ -147,3 +147,31 @@ def test_a_configuration_that_is_not_the_users_own_is_refused_by_name(home: Path
     config.symlink_to(link)
     shown = run_signoff("settings", home=home)
     assert shown.returncode != 0 and "symbolic link" in shown.stderr
+
+
+def test_a_database_cut_back_to_before_the_latest_record_brings_back_no_older_rules(
+    rig: Rig, home: Path, tmp_path: Path
+) -> None:
+    """Every record is anchored: cutting the chain back to an older, looser configuration (or to
+    none, for "first seen") is a restored database, and nothing runs."""
+    import sqlite3
+
+    config = home / "config.toml"
+    rig.signoff("policy", "local_mutation", "allow")
+    loose = config.read_bytes()
+    with Store.open(home / "signoff.db") as store, store.snapshot() as conn:
+        cut = conn.execute("SELECT max(seq) FROM events").fetchone()[0]
+    rig.signoff("policy", "local_mutation", "approve")  # the operator tightens the rule
+    conn = sqlite3.connect(home / "signoff.db")
+    conn.execute("DELETE FROM events WHERE seq > ?", (cut,))
+    conn.commit()
+    conn.close()
+    config.write_bytes(loose)
+
+    try:
+        said = write(rig, "after the cut")
+    except Exception:  # noqa: BLE001  # the proxy refused to start: the host sees it end
+        said = ""
+    assert not said or said.startswith(WAITS), said
+    assert written(tmp_path) == []
+    assert "DatabaseRestored" in (home / "host-stderr.log").read_text()
