@@ -3,10 +3,13 @@
 Rules:
 
 1. A headline says in plain words what the tool does (``core.present.CLASS_WORDS``); a
-   destructive, interrupted or duplicate request also says so in bold red.
+   destructive, interrupted or duplicate request also says so in bold red, and a request that
+   touches Signoff's own files says so with the paths it names.
 2. The arguments are a table, one row per key in the schema's order (``core.present``): a
    string by its text, anything else by its JSON text, with ``core.marks``' marks. Values wrap,
    at a word or inside one, so no value needs a sideways scroll and no tail is out of sight.
+   The values the operator fixed follow, each row marked "set by Signoff": the table is what
+   the server receives.
 3. When anything had to be marked, a flag above the table says what the marks mean; a path
    shows where it resolves, and whether it climbs above where it starts, in red.
 4. The exact canonical JSON that is hashed is one click away, wrapped, read-only.
@@ -56,7 +59,14 @@ KIND_TEXT = {
     "interrupted_side_effect": "Interrupted: this call started and its outcome is unknown."
     " Approving runs it again, once.",
     "duplicate": "Duplicate: the same call already ran ({reason}).",
+    "own_files": "Touches Signoff's own files: approve only if you meant the agent to read or"
+    " change Signoff's configuration, pinned tools or records.",
 }
+OWN_FILES_REASON = "touches Signoff's own files: "
+FIXED_NOTE = (
+    "Rows marked “set by Signoff” are the values fixed for this tool in Signoff's settings:"
+    " the model did not write them, and they are bound to this approval with the tool."
+)
 RED = "#b42318"
 MARKED_FLAG = (
     "This request contains characters that are invisible or reorder text; each is shown as"
@@ -67,6 +77,7 @@ REORDERS_FLAG = (
     " order sent. The exact JSON shows it with such characters escaped."
 )
 RAW_NOTE = "Exactly the text that is hashed."
+RAW_FIXED = "Sent with the values set by Signoff added:"
 RAW_ESCAPED = (
     "The text that is hashed, with every character outside ASCII written as \\uXXXX: the same"
     " JSON, in an order no character can change on the screen."
@@ -190,13 +201,16 @@ class ArgumentsView(QTextEdit):
         _reading(self)
         self.setMinimumHeight(90)
         cursor = QTextCursor(self.document())
-        if not view.arguments:
+        if not view.sent:
             cursor.insertText("(no arguments)")
             return
-        self._fill(cursor, view.arguments)
+        self._fill(cursor, view.sent)
 
     def _fill(self, cursor: QTextCursor, arguments: tuple[present.Argument, ...]) -> None:
         key, value, flag = QTextCharFormat(), QTextCharFormat(), QTextCharFormat()
+        signoff = QTextCharFormat()
+        signoff.setFontItalic(True)
+        signoff.setForeground(self.palette().placeholderText())
         key.setFontWeight(QFont.Weight.DemiBold)
         value.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         flag.setForeground(QColor(RED))
@@ -212,7 +226,11 @@ class ArgumentsView(QTextEdit):
         table_format.setCellPadding(4)
         table = cursor.insertTable(len(arguments), 2, table_format)
         for row, argument in enumerate(arguments):
-            table.cellAt(row, 0).firstCursorPosition().insertText(argument.key, key)
+            named = table.cellAt(row, 0).firstCursorPosition()
+            named.insertText(argument.key, key)
+            if argument.fixed:  # never among the model's arguments: said on its own line
+                named.insertBlock()
+                named.insertText(present.SET_BY_SIGNOFF, signoff)
             at = table.cellAt(row, 1).firstCursorPosition()
             at.insertText(argument.value if argument.text is None else argument.text, value)
             note = resolution(argument)
@@ -248,6 +266,12 @@ class ApprovalDialog(QDialog):
         if pending.kind in KIND_TEXT or pending.side_effect == "destructive":
             self.kind_label.setStyleSheet(f"font-weight: bold; color: {RED};")
         layout.addWidget(self.kind_label)
+        # The paths as they resolve, named by the proxy (core/own_files.py): any text, wrapped.
+        touched = pending.reason.removeprefix(OWN_FILES_REASON)
+        self.touches = WrappedText(marks.visible(f"It names {touched}", lines=False))
+        self.touches.setStyleSheet(f"font-weight: bold; color: {RED};")
+        self.touches.setVisible(pending.kind == "own_files")
+        layout.addWidget(self.touches)
         layout.addLayout(self._form(pending))
 
         flags = [MARKED_FLAG] * view.marked + [REORDERS_FLAG] * view.reorders
@@ -258,6 +282,9 @@ class ApprovalDialog(QDialog):
         layout.addWidget(QLabel("Arguments, exactly as they will be sent:"))
         self.arguments = ArgumentsView(view)
         layout.addWidget(self.arguments, 3)
+        self.fixed_note = plain_label(FIXED_NOTE)
+        self.fixed_note.setVisible(bool(view.fixed))
+        layout.addWidget(self.fixed_note)
 
         self.raw_button = QPushButton("Show the exact JSON")
         self.raw_button.setCheckable(True)
@@ -269,12 +296,18 @@ class ApprovalDialog(QDialog):
         if escape:
             self.raw_note.setStyleSheet(f"color: {RED};")
         self.raw = QPlainTextEdit(ascii_json(pending.arguments) if escape else pending.arguments)
-        _reading(self.raw)
-        self.raw.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-        self.raw.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        for widget in (self.raw_note, self.raw):
+        self.raw_fixed = QPlainTextEdit(ascii_json(pending.fixed) if escape else pending.fixed)
+        self.raw_fixed_note = plain_label(RAW_FIXED)
+        for raw in (self.raw, self.raw_fixed):
+            _reading(raw)
+            raw.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+            raw.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self._raw_widgets: tuple[QWidget, ...] = (self.raw_note, self.raw)
+        if view.fixed:
+            self._raw_widgets += (self.raw_fixed_note, self.raw_fixed)
+        for widget in self._raw_widgets:
             widget.hide()
-            layout.addWidget(widget, 0 if widget is self.raw_note else 2)
+            layout.addWidget(widget, 2 if isinstance(widget, QPlainTextEdit) else 0)
 
         self.reason = QLineEdit()
         self.reason.setPlaceholderText("Reason (optional, recorded with your decision)")
@@ -337,8 +370,8 @@ class ApprovalDialog(QDialog):
 
     def _show_raw(self, shown: bool) -> None:
         self.raw_button.setText("Hide the exact JSON" if shown else "Show the exact JSON")
-        self.raw_note.setVisible(shown)
-        self.raw.setVisible(shown)
+        for widget in self._raw_widgets:
+            widget.setVisible(shown)
 
     def decided_elsewhere(self, text: str) -> None:
         """The request was decided elsewhere, or is gone: say ``text``; only Close is left."""

@@ -9,7 +9,8 @@ Rules:
 2. What is shown is what is stored: the canonical arguments, the request hash of the run's
    approval (the hash the operator approved; "Copy request hash" copies it) and the step's
    call hash (the same tool and arguments anywhere, never approved) verbatim, never
-   re-encoded, each under its own name.
+   re-encoded, each under its own name. The values Signoff set on the call (the tool's fixed
+   values, from its recorded spec) are shown apart from the arguments, marked so.
 3. Nothing long runs on a click: verifying the chain and re-checking every run go in slices on a
    timer, with progress, so the window never freezes.
 4. The window only reads. A pending run opens the approval dialog (``open_approval``); the
@@ -53,8 +54,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.dialog import plain_label
 from app.history_model import (  # the data side of the window
     CALL_HASH_HELP,
+    FIXED_LABEL,
     OUTCOMES,
     RECHECK_PER_TICK,
     VERIFY_PAGE,
@@ -96,9 +99,7 @@ class HistoryWindow(QWidget):
 
         # The chain banner.
         banner = QHBoxLayout()
-        self.banner = QLabel("Chain: not verified yet in this window.")
-        self.banner.setWordWrap(True)
-        self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.banner = plain_label("Chain: not verified yet in this window.")
         self.banner_state = "unverified"
         self.verify_button = QPushButton("Verify now")
         self.verify_button.clicked.connect(self.verify_now)
@@ -187,15 +188,14 @@ class HistoryWindow(QWidget):
         self.request_view.setFont(mono)
         self.request_view.setMaximumHeight(90)
         run_layout.addWidget(self.request_view)
-        self.hash_label = QLabel("")
-        self.hash_label.setFont(mono)
-        self.hash_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        run_layout.addWidget(self.hash_label)
-        self.call_hash_label = QLabel("")
-        self.call_hash_label.setFont(mono)
-        self.call_hash_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # The values Signoff set on the call, apart from the arguments and marked so; the hashes.
+        self.fixed_label = plain_label("")
+        self.hash_label, self.call_hash_label = (plain_label("", wrap=False) for _ in range(2))
+        for label in (self.fixed_label, self.hash_label, self.call_hash_label):
+            label.setFont(mono)
+            run_layout.addWidget(label)
+        self.fixed_label.hide()
         self.call_hash_label.setToolTip(f"Call hash: {CALL_HASH_HELP}.")
-        run_layout.addWidget(self.call_hash_label)
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
         self.detail.setFont(mono)
@@ -339,6 +339,7 @@ class HistoryWindow(QWidget):
         self.selected_run_id = run_id
         detail = read_detail(self.store, run_id)
         self.current_detail = detail
+        self.fixed_label.setVisible(detail is not None and detail.fixed != "{}")
         if detail is None:
             self.request_view.setPlainText("")
             self.hash_label.setText("")
@@ -347,6 +348,7 @@ class HistoryWindow(QWidget):
             self.detail.setPlainText(f"Run {run_id} is no longer in the store.")
             return
         self.request_view.setPlainText(detail.arguments)
+        self.fixed_label.setText(f"{FIXED_LABEL}: {detail.fixed}")
         if detail.request_hash:
             self.hash_label.setText(
                 f"Request hash: {detail.request_hash}"

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from core import canonical, present
 from core.chain import Head
 from core.errors import ChainBroken, SignoffError
+from core.records import fixed_values
 from core.store import Store
 
 PAGE = 200  # runs read per page
@@ -34,6 +35,7 @@ OUTCOMES = ("completed", "failed", "denied", "pending", "rejected", "expired", "
 COLUMNS = ("Time", "Server", "Tool", "Class", "Outcome", "Decided by", "Duration")
 # Two hashes, one name each (docs/user-guide.md, "Deciding requests"): the approval's request
 # hash is the one the operator approves; a step's call hash only names the call.
+FIXED_LABEL = "Set by Signoff (fixed, sent with the arguments)"
 CALL_HASH_HELP = "the same tool and arguments anywhere; not the hash you approve"
 # What each sortable column sorts by, in SQL (NULLs as "" so the keyset comparison holds).
 # "Decided by" is worked out per page in Python and is not sortable.
@@ -333,6 +335,7 @@ class RunDetail:
     request_hash: str  # the request hash of its newest approval, the one approved; "" if none
     call_hash: str  # the tool step's call hash (approvals.call_hash); "" if none recorded
     text: str  # everything else, for reading
+    fixed: str = "{}"  # the values Signoff set on the tool step's call (canonical JSON)
 
 
 def read_detail(store: Store, run_id: str) -> RunDetail | None:
@@ -380,6 +383,7 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
             f"Step {idx}: {name or '(no tool)'} [{side or '?'}], {s_status}",
             f"  started {started}" + (f", ended {ended}" if ended else ""),
             f"  arguments (canonical): {arguments if arguments is not None else '-'}",
+            *_set_by_signoff(spec),
             f"  call hash: {call_hash or '-'} ({CALL_HASH_HELP})",
             f"  observation: {observation if observation is not None else '(none recorded)'}",
         ]
@@ -420,7 +424,14 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
         approval[4] if approval else "",
         (tool_step[4] or "") if tool_step else "",
         "\n".join(lines),
+        fixed_values(_loads(tool_step[8]) if tool_step and tool_step[8] else None),
     )
+
+
+def _set_by_signoff(spec: str | None) -> list[str]:
+    """The line naming the values Signoff set on a step's call, when it set any."""
+    fixed = fixed_values(_loads(spec) if spec else None)
+    return [] if fixed == "{}" else [f"  {FIXED_LABEL}: {fixed}"]
 
 
 def _loads(text: str) -> Any:

@@ -7,11 +7,14 @@ Rules:
    database (so a restart does not notify again) and pruned when no longer pending.
 3. The tray's state is ``alarm`` while the witness raises one, else ``pending`` while anything
    waits, else ``idle``. Pausing notifications changes nothing but the notifying.
-4. A ``destructive`` request, an ``interrupted_side_effect`` and a ``duplicate`` are never
-   approved from a notification alone: their notification opens the dialog. Neither is a
-   request whose arguments the notification cannot show whole (``core.present`` rule 4).
+4. A ``destructive`` request, an ``interrupted_side_effect``, a ``duplicate`` and a request
+   that touches Signoff's own files (``own_files``) are never approved from a notification
+   alone: their notification opens the dialog. Neither is a request whose arguments the
+   notification cannot show whole (``core.present`` rule 4).
 5. Arguments are shown in the order of the schema the operator pinned (read from the pinned
-   tool's kept text); without it, in the order ``core.present`` gives without a schema.
+   tool's kept text); without it, in the order ``core.present`` gives without a schema. The
+   values the operator fixed follow them, marked set by Signoff, as recorded with the request
+   (``core.records.fixed_values``), never as the configuration says now.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from core.witness import WitnessState
 
 log = logging.getLogger("signoff.app")
 
-NEEDS_THE_DIALOG_KINDS = frozenset({"interrupted_side_effect", "duplicate"})
+NEEDS_THE_DIALOG_KINDS = frozenset({"interrupted_side_effect", "duplicate", "own_files"})
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class Pending(PendingRequest):
 
     @cached_property
     def view(self) -> present.RequestView:
-        return present.view(self.arguments, self.schema)
+        return present.view(self.arguments, self.schema, self.fixed)
 
     @property
     def needs_dialog(self) -> bool:

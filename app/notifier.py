@@ -9,11 +9,12 @@ Rules:
    carries no request text at all (Qt may hand it to a markup-parsing daemon unescaped); the
    popup is plain text.
 2. The body is Signoff's two lines first (the class; the request hash's fingerprint), bold
-   where markup is parsed, which no argument can be; then one line per argument
-   (``core.present``).
+   where markup is parsed, which no argument can be; then one line per argument, and one per
+   value set by Signoff, marked so (``core.present``).
    Approve and Reject are offered only for a request whose every argument is shown whole and
-   nothing marked, and that is not destructive, interrupted or a duplicate
-   (``Pending.needs_dialog``); otherwise the one button is Review, which opens the dialog.
+   nothing marked, and that is not destructive, interrupted, a duplicate or touching
+   Signoff's own files (``Pending.needs_dialog``); otherwise the one button is Review, which
+   opens the dialog.
 3. A failed send is tried again on the native path (``RETRIES``) before this request falls
    back; the next request tries the native path afresh.
 4. A notification follows its request: ``withdraw`` takes it off the screen when the request
@@ -48,7 +49,8 @@ log = logging.getLogger("signoff.app")
 ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "pending.svg"
 RETRIES = (0.2, 1.0)  # seconds before each further try of a failed native send
 KINDS = {"interrupted_side_effect": "started before, outcome unknown",
-         "duplicate": "the same call already ran"}  # fmt: skip
+         "duplicate": "the same call already ran",
+         "own_files": "touches Signoff's own files"}  # fmt: skip
 
 
 @dataclass(frozen=True)

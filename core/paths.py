@@ -7,6 +7,7 @@ data directory holds the database and its user config directory the configuratio
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import platformdirs
@@ -35,3 +36,16 @@ def database_path() -> Path:
 
 def config_path() -> Path:
     return config_dir() / CONFIG_NAME
+
+
+def platform_dirs() -> tuple[Path, ...]:
+    """Signoff's data, configuration and runtime folders where the platform puts them, whatever
+    ``SIGNOFF_HOME`` says: still Signoff's files when another home is in use."""
+    with warnings.catch_warnings():  # no XDG_RUNTIME_DIR: platformdirs warns of its fallback
+        warnings.simplefilter("ignore")
+        runtime = Path(platformdirs.user_runtime_dir(APP_NAME, appauthor=False))
+    return (
+        Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
+        Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
+        runtime,
+    )

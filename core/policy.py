@@ -18,7 +18,8 @@ Rules:
 6. A policy that raises, or answers something that is not a ``PolicyDecision``, fails closed:
    the gate records the failure by its type's name and ends the run; nothing runs.
 7. The MCP proxy's duplicate rule stands in front of the policy (``DUPLICATE_KIND``,
-   ``behind_duplicate_rule``); a re-check leaves the rule out and compares the policy behind it.
+   ``behind_duplicate_rule``), and so does the rule for Signoff's own files (``OWN_FILES_KIND``,
+   core/own_files.py); a re-check leaves them out and compares the policy behind them.
 """
 
 from __future__ import annotations
@@ -140,6 +141,9 @@ def identity_of(policy: Policy) -> str | None:
 # this kind, whatever the policy said (unless it denied or aborted). The proxy records every
 # evaluation under the identity below, the policy's own wrapped; re-check unwraps it.
 DUPLICATE_KIND = "duplicate"
+# A request naming a path in Signoff's own folders waits for the operator as an approval of this
+# kind, whatever the policy said short of deny or abort (core/own_files.py).
+OWN_FILES_KIND = "own_files"
 
 
 def behind_duplicate_rule(identity: str) -> str:

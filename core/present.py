@@ -22,7 +22,10 @@ Rules:
 5. A string that reads as a path (``~`` at its start, or a ``.``/``..`` segment between ``/``
    or ``\\``; a leading ``scheme://`` is left out) shows where it resolves (``~`` expanded,
    segments folded) when that differs from what was written; a relative path that climbs above
-   its start is said to.
+   its start is said to. ``core.own_files`` reads paths the same way (``expand``).
+6. The values the operator fixed for the tool (sent with every call, hidden from the model, not
+   part of the model's arguments) are shown after the arguments, each its own line marked
+   ``(set by Signoff)``, under the same rules: exact JSON, marks, cut and counted alike.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from core import canonical, marks
 from core.errors import SignoffError
 
 LINE_WIDTH = 56
+SET_BY_SIGNOFF = "set by Signoff"
 MAX_LINES = 8
 KEY_WIDTH = 24
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -81,6 +85,7 @@ class Argument:
     reorders: bool  # drawn partly right to left
     resolves: str | None  # where a path resolves, when that differs (rule 5)
     climbs: bool  # a relative path that goes above its start
+    fixed: bool = False  # a value the operator fixed, set by Signoff (rule 6)
 
 
 @dataclass(frozen=True)
@@ -93,29 +98,37 @@ class Line:
 
 @dataclass(frozen=True)
 class RequestView:
-    """Every argument of a request, in order, and the notification lines made of them."""
+    """Every argument of a request, in order, the values set by Signoff after them (rule 6),
+    and the notification lines made of them."""
 
     arguments: tuple[Argument, ...]
     unreadable: bool  # the arguments were not a JSON object: shown raw, never whole
+    fixed: tuple[Argument, ...] = ()  # set by Signoff, never among the model's arguments
+
+    @property
+    def sent(self) -> tuple[Argument, ...]:
+        """Everything the server receives: the model's arguments, then the fixed values."""
+        return self.arguments + self.fixed
 
     @property
     def marked(self) -> bool:
-        return self.unreadable or any(a.marked for a in self.arguments)
+        return self.unreadable or any(a.marked for a in self.sent)
 
     @property
     def climbs(self) -> bool:
-        return any(a.climbs for a in self.arguments)
+        return any(a.climbs for a in self.sent)
 
     @property
     def reorders(self) -> bool:
-        return any(a.reorders for a in self.arguments)
+        return any(a.reorders for a in self.sent)
 
     def lines(self, width: int = LINE_WIDTH, most: int = MAX_LINES) -> list[Line]:
-        shown = [_fit(a, width) for a in self.arguments[:most]]
-        left = len(self.arguments) - len(shown)
+        sent = self.sent
+        shown = [_fit(a, width) for a in sent[:most]]
+        left = len(sent) - len(shown)
         if left:
             shown.append(Line(f"(+{left} more arguments)", cut=True))
-        if not self.arguments:
+        if not sent:
             shown.append(Line("(no arguments)", cut=False))
         return shown
 
@@ -127,17 +140,26 @@ class RequestView:
         return not any(line.cut for line in self.lines(width, most))
 
 
-def view(arguments: str, schema: dict[str, Any] | None = None) -> RequestView:
-    """The request's canonical ``arguments`` text as shown, keys in ``schema``'s order."""
+def view(arguments: str, schema: dict[str, Any] | None = None, fixed: str = "{}") -> RequestView:
+    """The request's canonical ``arguments`` text as shown, keys in ``schema``'s order; then
+    the tool's ``fixed`` values (canonical JSON of an object), set by Signoff (rule 6)."""
+    shown, whole = _object(arguments, schema, "(arguments)", fixed=False)
+    set_by_signoff, fixed_whole = _object(fixed, schema, "(fixed values)", fixed=True)
+    return RequestView(shown, not (whole and fixed_whole), set_by_signoff)
+
+
+def _object(
+    text: str, schema: dict[str, Any] | None, label: str, *, fixed: bool
+) -> tuple[tuple[Argument, ...], bool]:
+    """The members of the JSON object ``text`` as shown, and whether it read as an object."""
     try:
-        value = json.loads(arguments)
+        value = json.loads(text)
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raw = marks.visible(arguments, lines=False)
-        unread = Argument("(arguments)", raw, None, True, marks.reorders(arguments), None, False)
-        return RequestView((unread,), True)
-    return RequestView(tuple(_argument(k, value[k]) for k in order(value, schema)), False)
+        raw = marks.visible(text, lines=False)
+        return (Argument(label, raw, None, True, marks.reorders(text), None, False, fixed),), False
+    return tuple(_argument(k, value[k], fixed) for k in order(value, schema)), True
 
 
 def order(value: dict[str, Any], schema: dict[str, Any] | None) -> list[str]:
@@ -152,6 +174,12 @@ def order(value: dict[str, Any], schema: dict[str, Any] | None) -> list[str]:
     return first + sorted(k for k in value if k not in set(first))
 
 
+def expand(path: str) -> str:
+    """``path`` as rule 5 reads it, before folding: ``\\`` as ``/``, a leading ``~`` expanded."""
+    path = path.replace("\\", "/")
+    return os.path.expanduser(path) if path.startswith("~") else path
+
+
 def resolves(text: str) -> tuple[str | None, bool]:
     """Where a path-like ``text`` resolves when that differs, and whether it climbs (rule 5)."""
     if len(text) > 4096:
@@ -161,16 +189,14 @@ def resolves(text: str) -> tuple[str | None, bool]:
     segments = re.split(r"[/\\]", path)
     if not (path.startswith("~") or any(s in (".", "..") for s in segments)):
         return None, False
-    text = path.replace("\\", "/")
-    expanded = os.path.expanduser(text) if text.startswith("~") else text
-    folded = posixpath.normpath(expanded)
+    folded = posixpath.normpath(expand(path))
     climbs = not folded.startswith("/") and (folded == ".." or folded.startswith("../"))
     if path != written:  # a URL: where it points is the server's business; climbing is not
         return None, climbs
     return (folded if folded != written else None), climbs
 
 
-def _argument(key: str, value: Any) -> Argument:
+def _argument(key: str, value: Any, fixed: bool = False) -> Argument:
     quoted = key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
     shown_key = marks.visible(quoted, lines=False)
     try:
@@ -184,7 +210,7 @@ def _argument(key: str, value: Any) -> Argument:
     marked = shown != whole or shown_key != quoted or (text is not None and text[1:-1] != value)
     marked = marked or not exact
     reorders = marks.reorders(key) or marks.reorders(whole)
-    return Argument(shown_key, shown, text, marked, reorders, where, climbs)
+    return Argument(shown_key, shown, text, marked, reorders, where, climbs, fixed)
 
 
 def _fit(argument: Argument, width: int) -> Line:
@@ -192,10 +218,11 @@ def _fit(argument: Argument, width: int) -> Line:
     if cut_key:
         key = f"{key[: KEY_WIDTH - 1]}…"
     head = f"{key}: "
-    room = width - len(head)
+    tail = f" ({SET_BY_SIGNOFF})" if argument.fixed else ""
+    room = width - len(head) - len(tail)
     if len(argument.value) <= room:
-        return Line(head + argument.value, cut=cut_key)
+        return Line(head + argument.value + tail, cut=cut_key)
     longest = len(f"… (+{len(argument.value)} characters)")  # the count only gets smaller
     keep = max(room - longest, 8)
     missing = len(argument.value) - keep
-    return Line(f"{head}{argument.value[:keep]}… (+{missing} characters)", cut=True)
+    return Line(f"{head}{argument.value[:keep]}… (+{missing} characters){tail}", cut=True)

@@ -8,11 +8,12 @@ Rules:
    every step where the outcome or the approval's kind differs (the wording of a reason aside).
 3. It proves the policy's answer, not the tool's behaviour, and trusts what it reads: verify the
    chain first. A policy that reads outside state (a clock, a file) cannot be re-checked exactly.
-4. The proxy's duplicate rule (decision 0012) is not re-checked: it reads the history, not the
-   request. A recorded ``duplicate`` approval stands for whatever the policy behind it answered
-   short of deny or abort, so it differs only when the policy would now deny or abort. The
-   identity the proxy records (the policy's, wrapped by the rule) is reported as the policy's
-   own when it is the given policy's, wrapped.
+4. The proxy's duplicate rule (decision 0012) and the rule for Signoff's own files (decision
+   0028) are not re-checked: one reads the history, the other the file system (where symbolic
+   links point now). A recorded ``duplicate`` or ``own_files`` approval stands for whatever the
+   policy behind it answered short of deny or abort, so it differs only when the policy would
+   now deny or abort. The identity recorded (the policy's, wrapped by the proxy's rules or by
+   ``OwnFilesRule``) is reported as the policy's own when it is the given policy's, wrapped.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from dataclasses import dataclass
 
 from core import canonical
 from core.errors import JSONRefused, NotRecheckable, UnknownRun
+from core.own_files import behind_own_files_rule
 from core.policy import (
     DUPLICATE_KIND,
+    OWN_FILES_KIND,
     Outcome,
     Policy,
     PolicyDecision,
@@ -60,7 +63,9 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
             (run_id,),
         ).fetchall()
     now_policy = identity_of(policy)
-    proxied = None if now_policy is None else behind_duplicate_rule(now_policy)
+    wrapped = {behind_own_files_rule(now_policy)}
+    if now_policy is not None:
+        wrapped.add(behind_duplicate_rule(now_policy))
     differences = []
     for seq, step, payload_text in rows:
         try:
@@ -74,14 +79,14 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
         now = policy.evaluate(request)
         if not _same(then, now):
             then_policy = payload["policy"] if isinstance(payload["policy"], str) else None
-            if then_policy is not None and then_policy == proxied:
+            if then_policy is not None and then_policy in wrapped:
                 then_policy = now_policy
             differences.append(Difference(run_id, int(step), then, now, then_policy, now_policy))
     return Recheck(run_id, len(rows), tuple(differences))
 
 
 def _same(then: PolicyDecision, now: PolicyDecision) -> bool:
-    if then.outcome is Outcome.APPROVE and then.kind == DUPLICATE_KIND:
-        # The duplicate rule answered, over the policy's allow or approve.
+    if then.outcome is Outcome.APPROVE and then.kind in (DUPLICATE_KIND, OWN_FILES_KIND):
+        # The proxy's rule answered, over the policy's allow or approve.
         return now.outcome in (Outcome.ALLOW, Outcome.APPROVE)
     return now.same_as(then)

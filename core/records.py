@@ -152,6 +152,17 @@ class PendingRequest:
     created_at: str
     reason: str
     description: str
+    fixed: str = "{}"  # canonical JSON: the values Signoff sets on the call (``fixed_values``)
+
+
+def fixed_values(spec: Any) -> str:
+    """The values the operator fixed for a tool, as canonical JSON text (``{}`` for none), from
+    its recorded spec: the proxy adds them to every call of the tool, and binds them into the
+    spec hash (core/proxy/server.py rule 1), so they are what the approval was given with."""
+    schema = spec.get("input_schema") if isinstance(spec, dict) else None
+    mark = schema.get("x-signoff") if isinstance(schema, dict) else None
+    fixed = mark.get("fixed") if isinstance(mark, dict) else None
+    return canonical.dumps_text(fixed) if isinstance(fixed, dict) and fixed else "{}"
 
 
 def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
@@ -184,6 +195,7 @@ def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
                 row[8],
                 row[9],
                 str(spec.get("description", "")),
+                fixed_values(spec),
             )
         )
     return found

@@ -15,7 +15,7 @@ from core.anchor import Anchor
 from core.canonical import JSONValue
 from core.errors import TTLRefused
 from core.operator_key import OperatorKey
-from core.policy import DUPLICATE_KIND, DefaultPolicy, Policy
+from core.policy import DUPLICATE_KIND, OWN_FILES_KIND, DefaultPolicy, Policy
 from core.records import ApprovalView, RunView, StepView
 from core.store import Store
 from core.tools import CompiledTool, SideEffect, Tool
@@ -30,8 +30,9 @@ def _utc_now() -> datetime:
 
 
 # Grants of these kinds are the operator's word on this exact request, whatever class the
-# policy would now ask an approval for (it still may deny or abort).
-OPERATOR_KINDS = frozenset({"interrupted_side_effect", DUPLICATE_KIND})
+# policy would now ask an approval for (it still may deny or abort). Each is decided in the
+# dialog (or the terminal), never from a notification.
+OPERATOR_KINDS = frozenset({"interrupted_side_effect", DUPLICATE_KIND, OWN_FILES_KIND})
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,8 @@ def register(commands: Any) -> None:
     p = commands.add_parser(
         "pending",
         help="the approvals waiting for a decision, one JSON object a line (hash: the request"
-        " hash that approve --hash takes; fingerprint: its first 16 hex digits)",
+        " hash that approve --hash takes; fingerprint: its first 16 hex digits; fixed: the"
+        " values set by Signoff, sent with the arguments)",
     )
     p.set_defaults(func=pending)
     for name, helptext in (("approve", "approve a pending request"), ("reject", "reject one")):
@@ -544,7 +545,7 @@ def pending(args: argparse.Namespace) -> int:
     for p in waiting:
         print(json.dumps({
             "id": p.id, "run_id": p.run_id, "server": p.server, "tool": p.tool,
-            "arguments": loads(p.arguments), "hash": p.request_hash,
+            "arguments": loads(p.arguments), "fixed": loads(p.fixed), "hash": p.request_hash,
             "fingerprint": present.fingerprint(p.request_hash), "kind": p.kind,
             "class": p.side_effect, "created_at": p.created_at, "reason": p.reason,
         }, ensure_ascii=False))  # fmt: skip

@@ -10,7 +10,9 @@ Rules:
    The gate knows the tool as ``server/tool``; its spec carries the pin and the fixed values,
    so an approval is bound to them too.
 2. An identical mutating call completed within the duplicate window is not run again on policy
-   alone: it waits for the operator as an approval of kind ``duplicate``.
+   alone: it waits for the operator as an approval of kind ``duplicate``. A call naming
+   Signoff's own files waits as ``own_files`` (core/own_files.py), whatever its class and the
+   policy's allow; a deny stands (``ProxyRules``).
 3. A host's ``notifications/cancelled`` for a call in flight is sent on to the server, and
    the call's outcome is still recorded: its answer within the grace period is its result
    (left for the re-call to collect), none is an unknown outcome (core/proxy/servers.py
@@ -38,7 +40,10 @@ from core.decisions import Decision
 from core.errors import SignoffError
 from core.gate import Gate, GateConfig, Verdict, VerdictOutcome
 from core.limits import Limits
+from core.own_files import OwnFiles, working_directory
+from core.own_files import apply as apply_own_files
 from core.policy import (
+    OWN_FILES_KIND,
     ConfigPolicy,
     Outcome,
     PolicyDecision,
@@ -66,17 +71,24 @@ MUTATING = frozenset(
 )
 
 
-class DuplicateRule:
-    """The proxy's rule before the operator's policy: an identical mutating call that completed
-    within the window waits for the operator (``duplicate``). Set per proposal by the proxy;
-    proposals are synchronous, so no other call can see the flag."""
+class ProxyRules:
+    """The proxy's rules before the operator's policy, which neither can loosen: a deny or an
+    abort stands. A request naming Signoff's own files waits for the operator (``own_files``,
+    core/own_files.py); an identical mutating call that completed within the window waits for
+    the operator (``duplicate``). The duplicate flag is set per proposal by the proxy;
+    proposals are synchronous, so no other call can see it."""
 
-    def __init__(self, inner: ConfigPolicy) -> None:
+    def __init__(self, inner: ConfigPolicy, own_files: OwnFiles | None = None) -> None:
         self.inner = inner
+        self.own_files = own_files
         self.duplicate_of: str | None = None
 
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         decision = self.inner.evaluate(request)
+        if self.own_files is not None:
+            decision = apply_own_files(self.own_files, decision, request.value()["arguments"])
+        if decision.kind == OWN_FILES_KIND:  # says what it touches: the stronger word
+            return decision
         if self.duplicate_of is not None and decision.outcome in (Outcome.ALLOW, Outcome.APPROVE):
             return PolicyDecision(
                 Outcome.APPROVE, f"the same call ran at {self.duplicate_of}", kind="duplicate"
@@ -84,6 +96,8 @@ class DuplicateRule:
         return decision
 
     def identity(self) -> str:
+        # The policy's own, wrapped as it was before the own-files rule: a re-check of older
+        # records still names the policy behind (core/recheck.py rule 4).
         return behind_duplicate_rule(self.inner.identity())
 
 
@@ -118,7 +132,9 @@ class Proxy:
             timeout=lambda server, tool: self._timeouts.call_timeout(server, tool),
             grace=lambda: self.config.cancel_grace_seconds,
         )
-        self.policy = DuplicateRule(config.policy())
+        self.policy = ProxyRules(
+            config.policy(), OwnFiles.of(store.path, config_path, cwd=working_directory())
+        )
         self.gate: Gate | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._lock_users: Counter[str] = Counter()  # calls holding or awaiting each lock

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from core.decisions import Decision
 from core.errors import OutcomeUnknown
 from core.gate import VerdictOutcome
+from core.own_files import OwnFiles
 from core.policy import ConfigPolicy, Policy, Rule
-from core.proxy.server import DuplicateRule
+from core.proxy.server import ProxyRules
 from core.records import ApprovalView
 from core.store import Store
 from core.tools import SideEffect, Tool
@@ -26,19 +29,29 @@ TOOLS = [
 
 
 def make_pending(store: Store, tool: str = "push", arguments: dict | None = None,
-                 run_id: str = "r1", kind: str = "") -> ApprovalView:  # fmt: skip
+                 run_id: str = "r1", kind: str = "",
+                 fixed: dict[str, Any] | None = None) -> ApprovalView:  # fmt: skip
     """A request waiting for the operator. ``kind``: "" for the policy's own approval;
     ``duplicate`` as the proxy's duplicate rule asks one (the same call ran moments ago);
     ``interrupted_side_effect`` for a call the policy allowed whose server was cut off
-    mid-call, so that its outcome is unknown."""
+    mid-call, so that its outcome is unknown; ``own_files`` for a call the policy allowed
+    whose arguments name a path in ``OWN_FOLDER``, taken as Signoff's own folder here.
+    ``fixed``: the tool's fixed values, recorded in its spec as the proxy records them."""
     # Stamped now, as a proxy stamps them: a tray's sweeper expires a request older than a day
     # by the wall clock (core/sweep.py rule 2), and FakeClock's fixed date is in the past.
     clock = FakeClock(now=datetime.now(UTC))
     tools, policy = TOOLS, None
+    if fixed is not None:  # as core/proxy/server.py's _gate_tool writes the schema
+        schema = {"type": "object", "x-signoff": {"pin": "0" * 64, "fixed": fixed}}
+        tools = [t if t.name != tool else dataclasses.replace(t, input_schema=schema)
+                 for t in TOOLS]  # fmt: skip
     if kind == "duplicate":
-        duplicate = DuplicateRule(ConfigPolicy())
+        duplicate = ProxyRules(ConfigPolicy())
         duplicate.duplicate_of = clock.now.isoformat()
         policy = duplicate
+    elif kind == "own_files":
+        everything = {c: Rule.ALLOW for c in CLASSES.values()}
+        policy = ProxyRules(ConfigPolicy(everything), OwnFiles((OWN_FOLDER,)))
     elif kind == "interrupted_side_effect":
         tools = [
             *(t for t in TOOLS if t.name != tool),
@@ -48,6 +61,10 @@ def make_pending(store: Store, tool: str = "push", arguments: dict | None = None
     else:
         assert not kind, f"no way to make a pending {kind!r}"
     return _propose(store, tools, policy, clock, tool, arguments or {"n": 7}, run_id)
+
+
+# Short, so that a path in it fits a notification's line; nothing is made there.
+OWN_FOLDER = Path("/tmp/signoff-own")
 
 
 def _propose(store: Store, tools: list[Tool], policy: Policy | None, clock: FakeClock,

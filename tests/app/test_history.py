@@ -8,6 +8,7 @@ import sqlite3
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QDateTime, Qt
 from PySide6.QtWidgets import QApplication, QComboBox
 
@@ -183,6 +184,26 @@ def test_selecting_a_run_shows_its_exact_arguments_request_hash_and_call_hash(
     assert QApplication.clipboard().text() == arguments
     window.copy_hash.click()
     assert QApplication.clipboard().text() == request_hash
+
+
+@pytest.mark.guarantee("G-APP-1")
+def test_a_run_shows_the_values_signoff_set_apart_from_its_arguments(
+    store: Store, home: Path, qtbot
+) -> None:
+    make_pending(store, arguments={"to": "origin"}, fixed={"account": "ops", "dryRun": True})
+    allowed_read(store)  # a tool with nothing fixed
+    window = open_window(store, home, qtbot)
+    window.show()
+    window.table.selectRow(window.model.row_of("r1"))
+    assert window.request_view.toPlainText() == '{"to":"origin"}'  # as stored, as hashed
+    shown = 'Set by Signoff (fixed, sent with the arguments): {"account":"ops","dryRun":true}'
+    assert window.fixed_label.isVisible() and window.fixed_label.text() == shown
+    assert f"  {shown}" in window.detail.toPlainText().splitlines()
+    window.copy_request.click()
+    assert QApplication.clipboard().text() == '{"to":"origin"}'
+    window.table.selectRow(window.model.row_of("read-1"))
+    assert not window.fixed_label.isVisible()
+    assert "Set by Signoff" not in window.detail.toPlainText()
 
 
 def test_a_run_that_asked_no_approval_shows_no_request_hash_and_copies_none(

@@ -17,7 +17,7 @@ from core.canonical import JSONValue
 from core.heads import MemoryHeadStore
 from core.records import read_approval, read_step
 from core.store import Store
-from tests.app.pending import make_pending
+from tests.app.pending import OWN_FOLDER, make_pending
 
 
 @pytest.fixture
@@ -95,6 +95,41 @@ def test_a_call_that_may_have_run_or_already_ran_is_never_approved_from_its_noti
     assert dialog is not None and dialog.isVisible()
     assert approval_status(store, approval.id) == "pending"
     dialog.close()
+
+
+@pytest.mark.guarantee("G-FILES-2")
+@pytest.mark.parametrize("tool", ["read", "write"])
+def test_a_request_touching_signoffs_own_files_is_never_approved_from_its_notification(
+    store: Store, tray: TrayApp, qtbot, tool: str
+) -> None:
+    """Allowed by the policy, read-only or not, one short path shown whole: only what it
+    touches keeps Approve off its notification, and a press on one anyway opens the dialog."""
+    approval = make_pending(store, tool=tool, kind="own_files",
+                            arguments={"path": f"{OWN_FOLDER}/signoff.db"})  # fmt: skip
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    [shown] = tray.model.pending
+    assert shown.kind == "own_files" and shown.view.whole()
+    message = message_of(shown)
+    assert message.buttons == (("review", "Review…"),)
+    assert "touches Signoff's own files" in message.head[0]
+    tray.notifier.approve.emit(approval.id, shown.request_hash)  # pressed on it anyway
+    dialog = tray.dialogs.get(approval.id)
+    assert dialog is not None and dialog.isVisible()
+    assert approval_status(store, approval.id) == "pending"
+    dialog.close()
+
+
+@pytest.mark.guarantee("G-APP-1")
+def test_the_notification_shows_the_fixed_values_marked_set_by_signoff(
+    store: Store, tray: TrayApp, qtbot
+) -> None:
+    make_pending(store, tool="push", arguments={"to": "origin"}, fixed={"account": "ops"})
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    [shown] = tray.model.pending
+    message = message_of(shown)
+    assert message.lines == ('to: "origin"', 'account: "ops" (set by Signoff)')
+    assert message.buttons == (("approve", "Approve"), ("reject", "Reject"))  # shown whole
+    assert message.body(markup=False).endswith('\naccount: "ops" (set by Signoff)')
 
 
 @pytest.mark.parametrize("reread", [False, True], ids=["before-a-re-read", "after-a-re-read"])

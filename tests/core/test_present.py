@@ -198,3 +198,50 @@ def test_numbers_are_shown_as_their_canonical_json() -> None:
 def test_a_climbing_path_is_found_behind_a_scheme_a_newline_or_backslashes(path: str) -> None:
     assert present.resolves(path)[1]
     assert not shown({"path": path}).whole()
+
+
+# --- the values the operator fixed (rule 6) -------------------------------------------------
+
+
+def fixed_view(arguments: dict, fixed: dict, schema: dict | None = None) -> present.RequestView:
+    text = json.dumps(arguments, ensure_ascii=False)
+    return present.view(text, schema, canonical.dumps_text(fixed))
+
+
+@pytest.mark.guarantee("G-APP-1")
+def test_fixed_values_follow_the_arguments_each_marked_set_by_signoff() -> None:
+    schema = {"required": ["account", "text"], "properties": {"dryRun": {}}}
+    view = fixed_view({"text": "hi"}, {"dryRun": False, "account": "ops"}, schema)
+    assert [line.text for line in view.lines()] == [
+        'text: "hi"',
+        'account: "ops" (set by Signoff)',  # the schema's order, as the arguments
+        "dryRun: false (set by Signoff)",
+    ]
+    assert [a.key for a in view.arguments] == ["text"]  # never among the model's arguments
+    assert [(a.key, a.fixed) for a in view.fixed] == [("account", True), ("dryRun", True)]
+    assert view.whole()
+
+
+@pytest.mark.guarantee("G-APP-1")
+def test_a_fixed_value_is_marked_cut_and_counted_as_an_argument_is() -> None:
+    hidden = fixed_view({"text": "hi"}, {"account": "ops\u200b"})
+    assert hidden.lines()[1].text == 'account: "ops⟨U+200B⟩" (set by Signoff)'
+    assert hidden.marked and not hidden.whole()
+
+    long = fixed_view({"text": "hi"}, {"note": "x" * 200})
+    line = long.lines()[1].text
+    assert line.endswith(" characters) (set by Signoff)") and len(line) <= present.LINE_WIDTH
+    assert not long.whole()
+
+    many = fixed_view({f"k{i}": i for i in range(present.MAX_LINES)}, {"account": "ops"})
+    assert many.lines()[-1].text == "(+1 more arguments)"  # the fixed value left out is said
+    assert not many.whole()
+
+    alone = fixed_view({}, {"account": "ops"})
+    assert [line.text for line in alone.lines()] == ['account: "ops" (set by Signoff)']
+
+
+def test_fixed_values_that_are_not_an_object_are_shown_raw_and_never_whole() -> None:
+    view = present.view('{"text":"hi"}', None, "[1]")
+    assert view.fixed[0].key == "(fixed values)" and view.fixed[0].fixed
+    assert not view.whole()

@@ -26,7 +26,7 @@ from core.policy import (
     Rule,
     behind_duplicate_rule,
 )
-from core.proxy.server import DuplicateRule
+from core.proxy.server import ProxyRules
 from core.recheck import recheck
 from core.store import Store
 from core.tools import SideEffect, Tool
@@ -252,7 +252,7 @@ class FlippingPolicy:
 
 
 def _proxied_write(store: Store, inner: Any, *, duplicate_of: str | None) -> None:
-    rule = DuplicateRule(inner)
+    rule = ProxyRules(inner)
     rule.duplicate_of = duplicate_of
     g = make_gate(store, standard_tools(Calls()), policy=rule)
     s = g.begin("r", "goal")
@@ -263,7 +263,7 @@ def _proxied_write(store: Store, inner: Any, *, duplicate_of: str | None) -> Non
 
 def test_the_proxys_duplicate_identity_is_the_one_recheck_knows() -> None:
     inner = ConfigPolicy({SideEffect.LOCAL_MUTATION: Rule.ALLOW})
-    assert DuplicateRule(inner).identity() == behind_duplicate_rule(inner.identity())
+    assert ProxyRules(inner).identity() == behind_duplicate_rule(inner.identity())
 
 
 def test_recheck_does_not_report_the_proxys_duplicate_rule_as_a_difference(

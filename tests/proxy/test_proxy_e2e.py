@@ -236,6 +236,38 @@ def test_fixed_and_denied_parameters(rig: Rig, tmp_path: Path) -> None:
     assert started == (1,)  # only the allowed call reached the server
 
 
+@pytest.mark.guarantee("G-APP-1")
+def test_pending_shows_the_fixed_values_apart_and_the_server_receives_exactly_both(
+    rig: Rig,
+) -> None:
+    """``signoff pending`` shows what the server will receive: the model's arguments (the
+    request hashed) and, beside them, the values Signoff sets; approved, the server gets
+    exactly the two together."""
+    tools = [{"name": "post", "description": "Post a message", "inputSchema": {
+        "type": "object", "required": ["text"],
+        "properties": {"text": {"type": "string"}, "account": {"type": "string"},
+                       "dryRun": {"type": "boolean"}}}}]  # fmt: skip
+    rig.add_fake("chat", tools)
+    rig.pin("chat")
+    rig.classify("chat", post="remote_mutation")
+    rig.signoff("tool", "chat", "post", "--fix", "account=ops", "--fix", "dryRun=false")
+
+    async def scenario() -> None:
+        async with rig.client("chat") as host:
+            first = await host.call_tool("post", {"text": "hi"})
+            assert "needs the operator's approval" in text(first)
+            [waiting] = rig.pending()
+            assert waiting["arguments"] == {"text": "hi"}  # the model's, as hashed
+            assert waiting["fixed"] == {"account": "ops", "dryRun": False}
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            done = await host.call_tool("post", {"text": "hi"})
+            assert not done.is_error
+            received = json.loads(text(done))  # the fake server echoes what it received
+            assert received == {**waiting["arguments"], **waiting["fixed"]}
+
+    anyio.run(scenario)
+
+
 def test_several_servers_are_prefixed_and_a_status_tool_lists_what_waits(
     rig: Rig, tmp_path: Path
 ) -> None:

@@ -1,0 +1,214 @@
+"""Signoff's own files: whether a request names a path in Signoff's own folders. Pure code,
+no Qt; it reads the file system only to follow symbolic links (decision 0028).
+
+Rules:
+
+1. Signoff's folders are the database's folder, ``config.toml``'s folder (the pinned texts are
+   kept in it, ``pins``), the folders ``core.paths`` names (``SIGNOFF_HOME``), and the
+   platform's own data, configuration and runtime folders for Signoff whatever the home in use
+   (``core.paths.platform_dirs``); each is resolved, symbolic links followed, when asked.
+2. Every string in the arguments, at any depth (an object's keys too), is read as a path: the
+   whole string, and each word of it (split at white space, quotes and ``; | & < > ( )``, and
+   after the first ``=``, as in ``--db=PATH``). A ``file:`` URL is read as its path,
+   percent-decoded; any other ``scheme:`` word is not a path. ``~`` is expanded and ``\\`` read
+   as ``/`` as ``core.present`` reads a path (``present.expand``).
+3. A path resolves into a folder when it is the folder or inside it, with symbolic links
+   followed and each ``..`` taken after them (as the operating system takes it), or taken
+   first, on the text (as a server that folds the text before it opens the path does):
+   either way counts.
+4. A relative path is read against the working directory the server starts in, when known
+   (the proxy's, which its servers inherit); when it is not known a relative path names
+   nothing. Text longer than ``PATH_MAX`` characters, or holding NUL, names no path.
+5. ``apply`` turns a policy's allow or approval of such a request into an approval of kind
+   ``own_files`` naming the paths as they resolve; a deny or an abort stands. The proxy applies
+   it to every call (core/proxy/server.py); ``OwnFilesRule`` puts it in front of any policy.
+6. This marks what a request names, plainly: a shell command can reach any file under another
+   name (``$HOME``, a glob, a script it writes first). Nothing here is a sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import sys
+import urllib.parse
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core import canonical, paths, present
+from core.policy import (
+    OWN_FILES_KIND,
+    Outcome,
+    Policy,
+    PolicyDecision,
+    PolicyRequest,
+    identity_of,
+)
+
+PATH_MAX = 4096
+MOST_NAMED = 5  # paths named in the reason; the rest are counted
+_WORDS = re.compile(r"""[^\s'"`;|&<>()]+""")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_DRIVE = re.compile(r"^[A-Za-z]:[/\\]")
+_FILE_URL = re.compile(r"^file:(?://[^/]*)?(/.*)$", re.IGNORECASE)
+_FOLDS_CASE = sys.platform in ("darwin", "win32")  # their usual file systems ignore case
+
+
+@dataclass(frozen=True)
+class OwnFiles:
+    """Signoff's folders (rule 1) and the working directory relative paths are read against."""
+
+    folders: tuple[Path, ...]
+    cwd: Path | None = None
+
+    @classmethod
+    def of(
+        cls,
+        database: Path | None = None,
+        config: Path | None = None,
+        *,
+        cwd: Path | None = None,
+        more: Iterable[Path] = (),
+    ) -> OwnFiles:
+        """The folders of the database at ``database`` and the configuration at ``config``
+        (the ones ``core.paths`` names when not given), with the platform's (rule 1)."""
+        database = database if database is not None else paths.database_path()
+        config = config if config is not None else paths.config_path()
+        found = [database.parent, config.parent, config.parent / "pins", paths.data_dir(),
+                 paths.config_dir(), *paths.platform_dirs(), *more]  # fmt: skip
+        return cls(tuple(dict.fromkeys(found)), cwd)
+
+    def touched(self, arguments: Any) -> tuple[str, ...]:
+        """The paths named in ``arguments`` that resolve into Signoff's folders, as they
+        resolve, sorted; none when nothing does."""
+        real = {_key(_real(str(f))).rstrip(os.sep) for f in self.folders}
+        roots = tuple(r for r in real if r and not _DRIVE.fullmatch(r + "/"))  # never a root
+        cwd = _real(str(self.cwd)) if self.cwd is not None else None
+        found: set[str] = set()
+        seen: set[str] = set()
+        for text in _strings(arguments):
+            for path in _paths(text):
+                if path in seen:
+                    continue
+                seen.add(path)
+                for where in _resolved(path, cwd):
+                    if _inside(_key(where), roots):
+                        found.add(where)
+        return tuple(sorted(found))
+
+
+def apply(own: OwnFiles, decision: PolicyDecision, arguments: Any) -> PolicyDecision:
+    """Rule 5: an allow or an approval of a request that touches Signoff's own files becomes
+    an approval of kind ``own_files``; anything else stands as the policy answered."""
+    if decision.outcome not in (Outcome.ALLOW, Outcome.APPROVE):
+        return decision
+    touched = own.touched(arguments)
+    if not touched:
+        return decision
+    return PolicyDecision(Outcome.APPROVE, reason(touched), kind=OWN_FILES_KIND)
+
+
+def reason(touched: tuple[str, ...]) -> str:
+    """What the approval says: the paths as JSON strings (no path can pass for two)."""
+    named = ", ".join(json.dumps(p, ensure_ascii=False) for p in touched[:MOST_NAMED])
+    more = len(touched) - MOST_NAMED
+    return f"touches Signoff's own files: {named}" + (f" and {more} more" if more > 0 else "")
+
+
+def behind_own_files_rule(identity: str | None) -> str:
+    """The identity ``OwnFilesRule`` records for the policy ``identity`` behind it."""
+    return canonical.sha256_hex({"policy": identity, "rule": "own-files"})
+
+
+class OwnFilesRule:
+    """Rule 5 in front of ``inner``, for a library's gate: a request naming Signoff's own files
+    waits for the operator, whatever ``inner`` allowed."""
+
+    def __init__(self, inner: Policy, own: OwnFiles | None = None) -> None:
+        self.inner = inner
+        self.own = own if own is not None else OwnFiles.of(cwd=working_directory())
+
+    def evaluate(self, request: PolicyRequest) -> PolicyDecision:
+        decision = self.inner.evaluate(request)
+        return apply(self.own, decision, request.value().get("arguments"))
+
+    def identity(self) -> str:
+        return behind_own_files_rule(identity_of(self.inner))
+
+
+def working_directory() -> Path | None:
+    """This process's working directory, where the servers it starts start; None when gone."""
+    try:
+        return Path.cwd()
+    except OSError:  # the working directory was removed: relative paths name nothing
+        return None
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, object keys included, at any depth."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for key, member in item.items():
+                yield key
+                stack.append(member)
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _paths(text: str) -> Iterator[str]:
+    """The paths ``text`` may name (rule 2), ``~`` expanded."""
+    words = [text] if len(text) <= PATH_MAX else []
+    if len(text) > 1 and _WORDS.fullmatch(text) is None:
+        words += _WORDS.findall(text)
+    for word in words:
+        if "=" in word:
+            words.append(word.split("=", 1)[1])
+        path = _path(word)
+        if path is not None:
+            yield path
+
+
+def _path(word: str) -> str | None:
+    if not word or len(word) > PATH_MAX or "\0" in word:
+        return None
+    url = _FILE_URL.match(word)
+    if url is not None:
+        word = urllib.parse.unquote(url[1])
+    elif _SCHEME.match(word) and not _DRIVE.match(word):
+        return None
+    return present.expand(word) if "\0" not in word else None
+
+
+def _resolved(path: str, cwd: str | None) -> set[str]:
+    """Where ``path`` resolves, ``..`` taken after links and before them (rule 3)."""
+    if not os.path.isabs(path):
+        if cwd is None:
+            return set()
+        if "/" not in path and path not in (".", ".."):  # one name: one lstat, not a walk
+            joined = os.path.join(cwd, path)
+            return {joined if not os.path.islink(joined) else _real(joined)}
+        path = os.path.join(cwd, path)
+    return {_real(path), _real(posixpath.normpath(path))}
+
+
+def _real(path: str) -> str:
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # a loop the non-strict walk gave up on, or NUL
+        return os.path.abspath(path)
+
+
+def _key(path: str) -> str:
+    return path.casefold() if _FOLDS_CASE else path
+
+
+def _inside(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == root or path.startswith(root + os.sep) for root in roots)

@@ -1,0 +1,163 @@
+"""Signoff's own files (core/own_files.py): which strings resolve into its folders, and the rule
+that makes such a request wait for the operator whatever the policy allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.decisions import Decision
+from core.gate import VerdictOutcome
+from core.own_files import OwnFiles, OwnFilesRule, apply
+from core.policy import (
+    OWN_FILES_KIND,
+    ConfigPolicy,
+    Outcome,
+    PolicyDecision,
+    Rule,
+)
+from core.recheck import recheck
+from core.store import Store
+from core.tools import SideEffect, Tool
+from tests.core.gatekit import make_gate
+
+
+@pytest.fixture
+def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> OwnFiles:
+    """Signoff's folders under a home of this test's, the server started in ``work``."""
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    data, config = tmp_path / "user/.local/share/signoff", tmp_path / "user/.config/signoff"
+    for folder in (data, config, tmp_path / "work"):
+        folder.mkdir(parents=True)
+    return OwnFiles((data, config), cwd=tmp_path / "work")
+
+
+def test_paths_into_signoffs_folders_are_found_as_they_resolve(
+    folders: OwnFiles, tmp_path: Path
+) -> None:
+    data = tmp_path / "user/.local/share/signoff"
+    config = tmp_path / "user/.config/signoff"
+    (tmp_path / "innocent").symlink_to(data)
+    cases = {
+        "~/.config/signoff/config.toml": config / "config.toml",
+        f"{data}/../signoff/signoff.db": data / "signoff.db",
+        f"{tmp_path}/innocent/signoff.db": data / "signoff.db",  # a link into the folder
+        "../user/.config/signoff/pins/abc.json": config / "pins/abc.json",  # from the cwd
+        f"file://{config}/config.toml": config / "config.toml",
+        f"file://localhost{config}/config%2Etoml": config / "config.toml",
+        "~\\.config\\signoff\\config.toml": config / "config.toml",
+        str(config): config,  # the folder itself
+        f"sqlite3 {data}/signoff.db 'delete from events'": data / "signoff.db",  # a word
+        f"--database={data}/signoff.db": data / "signoff.db",
+    }
+    for text, where in cases.items():
+        assert folders.touched({"path": text}) == (str(where),), text
+
+
+def test_any_string_at_any_depth_counts_keys_too(folders: OwnFiles, tmp_path: Path) -> None:
+    config = tmp_path / "user/.config/signoff/config.toml"
+    assert folders.touched({"a": [{"b": {"c": ["x", "~/.config/signoff/config.toml"]}}]}) == (
+        str(config),
+    )
+    assert folders.touched({"files": {"~/.config/signoff/config.toml": "rules"}}) == (str(config),)
+
+
+def test_paths_elsewhere_and_text_that_is_no_path_touch_nothing(
+    folders: OwnFiles, tmp_path: Path
+) -> None:
+    data = tmp_path / "user/.local/share/signoff"
+    for text in (
+        "~/notes.txt",
+        f"{data}-old/signoff.db",  # beside the folder, not in it
+        f"{data}/../signoff-backup",
+        f"https://example.com{data}/signoff.db",  # a URL names no local file
+        "hello world",
+        "",
+        "x" * 5000,
+        f"{data}\0/x",
+    ):
+        assert folders.touched({"text": text}) == (), text
+
+
+def test_a_relative_path_names_nothing_where_the_servers_directory_is_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert OwnFiles((data,), cwd=tmp_path).touched({"path": "data/signoff.db"}) == (
+        str(data / "signoff.db"),
+    )
+    assert OwnFiles((data,), cwd=tmp_path).touched({"path": "data"}) == (str(data),)
+    assert OwnFiles((data,), cwd=None).touched({"path": "data/signoff.db"}) == ()
+    # Where the server starts in Signoff's folder, every relative name is in it.
+    assert OwnFiles((data,), cwd=data).touched({"p": "notes"}) == (
+        str(data / "notes"), str(data / "p"),
+    )  # fmt: skip
+
+
+def test_a_link_that_climbs_out_is_followed_before_its_dots_and_folded_after(
+    tmp_path: Path,
+) -> None:
+    """``link/../x``: the system takes ``..`` after the link, a server folding the text takes
+    it before; a path that lands in Signoff's folder either way counts."""
+    data = tmp_path / "data"
+    (data / "inner").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(data / "inner")
+    own = OwnFiles((data,))
+    assert own.touched({"p": f"{tmp_path}/link/../signoff.db"}) == (str(data / "signoff.db"),)
+    (tmp_path / "out").mkdir()
+    (data / "away").symlink_to(tmp_path / "out")
+    assert own.touched({"p": f"{data}/away/../signoff.db"}) == (str(data / "signoff.db"),)
+
+
+def test_the_platforms_folders_count_whatever_home_is_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("SIGNOFF_HOME", str(tmp_path / "elsewhere"))
+    own = OwnFiles.of(cwd=None)
+    config = tmp_path / "user/.config/signoff/config.toml"
+    assert own.touched({"p": "~/.config/signoff/config.toml"}) == (str(config),)
+    assert own.touched({"p": f"{tmp_path}/elsewhere/signoff.db"}) != ()
+
+
+@pytest.mark.guarantee("G-FILES-2")
+def test_the_rule_turns_an_allow_into_an_own_files_approval_and_leaves_a_deny(
+    folders: OwnFiles,
+) -> None:
+    touching = {"path": "~/.config/signoff/config.toml"}
+    for allowed in (PolicyDecision(Outcome.ALLOW, "ok"), PolicyDecision(Outcome.APPROVE, "",
+                                                                         "read_only")):  # fmt: skip
+        decision = apply(folders, allowed, touching)
+        assert (decision.outcome, decision.kind) == (Outcome.APPROVE, OWN_FILES_KIND)
+        assert decision.reason.startswith("touches Signoff's own files: \"")
+    for refused in (PolicyDecision(Outcome.DENY, "no"), PolicyDecision(Outcome.ABORT, "stop")):
+        assert apply(folders, refused, touching) == refused
+    allowed = PolicyDecision(Outcome.ALLOW, "ok")
+    assert apply(folders, allowed, {"path": "~/notes.txt"}) == allowed
+
+
+@pytest.mark.guarantee("G-FILES-2")
+def test_a_librarys_gate_with_the_rule_waits_and_a_recheck_sees_no_difference(
+    gate_store: Store, folders: OwnFiles
+) -> None:
+    policy = ConfigPolicy({SideEffect.READ_ONLY: Rule.ALLOW})
+    read = Tool("read", "Read a file", {"type": "object"}, SideEffect.READ_ONLY, lambda a: "x")
+    gate = make_gate(gate_store, [read], policy=OwnFilesRule(policy, folders))
+    session = gate.begin("r", "goal")
+    step = session.step()
+    assert step is not None
+    verdict = step.propose(Decision.tool_call("read", {"path": "~/.config/signoff/config.toml"}))
+    assert verdict.outcome == VerdictOutcome.PENDING and verdict.approval is not None
+    assert verdict.approval.kind == OWN_FILES_KIND
+    assert recheck(gate_store, "r", policy).differences == ()  # the rule is not the policy's
+    denying = ConfigPolicy({SideEffect.READ_ONLY: Rule.DENY})
+    [difference] = recheck(gate_store, "r", denying).differences
+    assert (difference.then.kind, difference.now.outcome) == (OWN_FILES_KIND, Outcome.DENY)
+
+
+def test_the_filesystems_root_is_never_taken_for_signoffs_folder() -> None:
+    assert OwnFiles((Path("/"),)).touched({"p": "/etc/passwd"}) == ()
