@@ -366,9 +366,11 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
             (run_id, EVENTS_SHOWN + 1),
         ).fetchall()
     rid, goal, status, end_reason, result, server, tool, created, updated = run
+    host = _host_label(next((e[5] for e in events if e[2] == "run.started"), None))
     lines = [
         f"Run {rid}",
         f"  server {server or '(library)'}, tool {tool or '?'}",
+        *([f"  asked by {host}"] if host else []),
         f"  status {status}" + (f" ({end_reason})" if end_reason else ""),
         f"  created {created}, last change {updated}",
         f"  goal: {goal}",
@@ -439,6 +441,15 @@ def _loads(text: str) -> Any:
         return canonical.loads(text)
     except SignoffError:
         return None
+
+
+def _host_label(payload: str | None) -> str | None:
+    """The host a proxy run was for, as its ``run.started`` event names it (none recorded before
+    hosts were)."""
+    value = _loads(payload) if payload else None
+    call = value.get("call") if isinstance(value, dict) else None
+    host = call.get("host") if isinstance(call, dict) else None
+    return str(host.get("label") or host.get("id")) if isinstance(host, dict) else None
 
 
 def _spec_field(spec: str | None, name: str) -> str | None:

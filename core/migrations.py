@@ -120,9 +120,15 @@ _PROXY_CALLS = (
     "CREATE INDEX runs_by_call_key ON runs (call_key, created_at)",
 )
 
+# The host a proxy call was made by (core/proxy/host_identity.py): a re-call finds only its own
+# host's runs; ``call_key`` stays the same for every host, so that duplicates are found across
+# hosts. NULL for runs made before hosts were recorded, and for library runs.
+_HOSTS = ("ALTER TABLE runs ADD COLUMN host TEXT",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "proxy calls", _PROXY_CALLS),
+    Migration(3, "hosts", _HOSTS),
 )
 
 LATEST = MIGRATIONS[-1].version

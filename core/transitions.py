@@ -50,11 +50,14 @@ from core.store import Transaction
 
 @dataclass(frozen=True)
 class CallLabel:
-    """A proxy call a run is for: the server, the tool, and the call key."""
+    """A proxy call a run is for: the server, the tool, the call key (the same for every host),
+    and the host that made it (its id, and a label for people; core/proxy/host_identity.py)."""
 
     server: str
     tool: str
     key: str
+    host: str | None = None
+    host_label: str | None = None
 
 
 def start_run(
@@ -69,21 +72,27 @@ def start_run(
     call: CallLabel | None = None,
 ) -> None:
     server, tool, call_key = (call.server, call.tool, call.key) if call else (None, None, None)
+    host = call.host if call else None
     tx.execute(
         "INSERT INTO runs (id, goal, status, limits, lease_owner, lease_expires_at, created_at,"
-        " updated_at, server, tool, call_key) VALUES (?, ?, 'RUNNING', ?, ?, ?, ?, ?, ?, ?, ?)",
+        " updated_at, server, tool, call_key, host)"
+        " VALUES (?, ?, 'RUNNING', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (run_id, goal, canonical.dumps_text(limits.as_json()), owner, expires, at, at,
-         server, tool, call_key),
+         server, tool, call_key, host),
     )  # fmt: skip
     payload: dict[str, JSONValue] = {"goal": goal, "limits": limits.as_json()}
     if call:
-        payload["call"] = {"server": server, "tool": tool, "key": call_key}
+        label: dict[str, JSONValue] = {"server": server, "tool": tool, "key": call_key}
+        if host is not None:
+            label["host"] = {"id": host, "label": call.host_label or ""}
+        payload["call"] = label
     tx.append_event(kind="run.started", payload=payload, at=at, run_id=run_id)
 
 
 def collect(tx: Transaction, run_id: str, *, at: str) -> bool:
     """The run's outcome was handed back to the host that made the call: recorded the first
-    time only (proxies serving the same call to several hosts may each hand it back)."""
+    time only (several proxies of that host, a restarted one among them, may each hand it
+    back)."""
     handed = tx.execute(
         "UPDATE runs SET collected_at = ? WHERE id = ? AND collected_at IS NULL", (at, run_id)
     ).rowcount

@@ -4,6 +4,7 @@ reading what it answers. Every suite opens its proxy sessions here."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,10 +12,13 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import Implementation
 
 from tests.conftest import SIGNOFF
 
 KEYRING_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "PYTHON_KEYRING_BACKEND", "XDG_DATA_HOME")
+# A launching process of its own: a process that starts the proxy as its child and waits for it.
+LAUNCHER = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"
 
 
 def tree_under_test() -> dict[str, str]:
@@ -34,16 +38,25 @@ async def proxy_session(
     env: Mapping[str, str] | None = None,
     notifications: list[Any] | None = None,
     errlog: Path | None = None,
+    client: tuple[str, str] | None = None,
+    own_launcher: bool = False,
 ) -> AsyncIterator[ClientSession]:
     """``signoff proxy NAMES [--hold HOLD]`` for ``home``, initialized. ``env``: more variables
     (the proxy's servers get only those named in the configuration); ``notifications``: where
-    the server's notifications are kept; ``errlog``: where the proxy's stderr goes."""
+    the server's notifications are kept; ``errlog``: where the proxy's stderr goes; ``client``:
+    the clientInfo (name, version) the host sends in ``initialize`` (the SDK's own when None);
+    ``own_launcher``: the proxy is started by a process of its own rather than by this one (as
+    another window of the same application would start it: another host to Signoff)."""
     hold_args = [] if hold is None else ["--hold", str(hold)]
+    command = [str(SIGNOFF), "proxy", *names, *hold_args]
+    if own_launcher:
+        command = [sys.executable, "-c", LAUNCHER, *command]
     params = StdioServerParameters(
-        command=str(SIGNOFF),
-        args=["proxy", *names, *hold_args],
+        command=command[0],
+        args=command[1:],
         env={"SIGNOFF_HOME": str(home), **tree_under_test(), **(env or {})},
     )
+    info = None if client is None else Implementation(name=client[0], version=client[1])
 
     async def keep(message: Any) -> None:
         if notifications is not None:
@@ -52,7 +65,7 @@ async def proxy_session(
     with (errlog or home.parent / f"{home.name}-proxy-stderr.txt").open("a") as log:
         async with (
             stdio_client(params, errlog=log) as (read, write),
-            ClientSession(read, write, message_handler=keep) as session,
+            ClientSession(read, write, message_handler=keep, client_info=info) as session,
         ):
             await session.initialize()
             yield session

@@ -112,8 +112,8 @@ class Offered:
         tools = [
             types.Tool(
                 name=STATUS_TOOL,
-                description="Lists the requests from this connection that wait for the"
-                " operator's decision, with their approval ids. Read-only.",
+                description="Lists the requests this host made that wait for the operator's"
+                " decision, with their approval ids. Read-only.",
                 input_schema={"type": "object", "properties": {}},
                 annotations=types.ToolAnnotations(read_only_hint=True),
             )

@@ -2,12 +2,15 @@
 
 Rules:
 
-1. A call key (SHA-256 over server, tool spec hash, tool and canonical arguments) finds the run
-   a re-call belongs to: still pending (held again), approved (executed now, once), rejected
-   (the operator's reason, once), or completed but not yet handed back. Proxies sharing the
-   database share the keys: two making the same call at once never both begin a run for it
-   (the lookup is checked again under the begin's write lock), and a run of a mutating call
-   another proxy is making is waited for within the hold, its outcome handed back here too.
+1. A call key (SHA-256 over server, tool spec hash, tool and canonical arguments) and the host
+   that made the call (core/proxy/host_identity.py) find the run a re-call belongs to: still
+   pending (held again), approved (executed now, once), rejected (the operator's reason, once),
+   or completed but not yet handed back. Only the host's own runs: another host's identical
+   call is a new call, and never collects what this one asked for. Proxies of one host (a
+   restarted one, a second process) share its runs: two making the same call at once never both
+   begin a run for it, and a run of a mutating call another of them is making is waited for
+   within the hold, its outcome handed back here too. A run of no recorded host (made before
+   hosts were recorded) is no host's: no re-call collects it.
 2. A call needing approval is held up to the hold time, watching the store every 50 ms; the
    tray app is woken. Approved within the hold: the result is returned in the same call.
    Otherwise, or once the host cancels the call, the answer is prose: pending, with the
@@ -18,6 +21,11 @@ Rules:
 4. A mutating call whose outcome could not be recorded (a full disk), or whose proxy died,
    waits for the operator like one whose outcome is unknown (core/proxy/servers.py rule 2),
    never re-run: a re-call finding the call's run still running never starts it twice.
+5. The call key alone, whichever host asked, finds duplicates: the last run that may have taken
+   effect (``last_effect``), and another host's run of the call not ended yet (``in_flight``),
+   which may take effect at any moment. A begin is checked again under its write lock against
+   the call key's latest run of any host, so that two hosts making the same call at once see
+   each other's run: never two runs of a mutating call without the operator between them.
 """
 
 from __future__ import annotations
@@ -209,14 +217,34 @@ class Recall:
 
     # --- what the store says about a call's runs -----------------------------------------
 
-    def latest_run(self, key: str) -> tuple[str, str, str | None, bool, str] | None:
+    def latest_run(self, key: str, host: str) -> tuple[str, str, str | None, bool, str] | None:
+        """The latest run of this call made by this host (rule 1): the one a re-call finds."""
         with self.store.snapshot() as conn:
             row = conn.execute(
                 "SELECT id, status, end_reason, collected_at IS NOT NULL, updated_at FROM runs"
-                " WHERE call_key = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                (key,),
+                " WHERE call_key = ? AND host = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                (key, host),
             ).fetchone()
         return None if row is None else (row[0], row[1], row[2], bool(row[3]), row[4])
+
+    def latest_of_any_host(self, key: str) -> str | None:
+        """The latest run of this call, whichever host made it: what a begin checks again under
+        its write lock (``still_latest``, rule 5)."""
+        with self.store.snapshot() as conn:
+            row = conn.execute(_LATEST_OF_ANY_HOST, (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def in_flight(self, key: str, host: str) -> str | None:
+        """Since when another host's run of this call has been under way or waiting, not ended
+        (rule 5), or None. A run of no recorded host (made before hosts were) is another's."""
+        with self.store.snapshot() as conn:
+            row = conn.execute(
+                "SELECT created_at FROM runs WHERE call_key = ? AND host IS NOT ?"
+                " AND status IN ('RUNNING', 'WAITING_FOR_APPROVAL')"
+                " ORDER BY created_at, rowid LIMIT 1",
+                (key, host),
+            ).fetchone()
+        return None if row is None else str(row[0])
 
     def last_effect(self, key: str) -> str | None:
         """When this call last may have taken effect (core.effects rule 4), or None."""
@@ -279,15 +307,18 @@ class Raced(Exception):
     """Another process began a run for the same call between its lookup and this begin."""
 
 
+_LATEST_OF_ANY_HOST = (
+    "SELECT id FROM runs WHERE call_key = ? ORDER BY created_at DESC, rowid DESC LIMIT 1"
+)
+
+
 def still_latest(key: str, seen: str | None) -> Callable[[Any], None]:
-    """A check, under the write lock of a begin, that the call's latest run is still ``seen``:
-    two proxies making the same call at once never both begin a run for it."""
+    """A check, under the write lock of a begin, that the call's latest run of any host is still
+    ``seen``: two proxies making the same call at once never both begin a run for it, whether
+    they serve one host or two (rule 5)."""
 
     def check(conn: Any) -> None:
-        row = conn.execute(
-            "SELECT id FROM runs WHERE call_key = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            (key,),
-        ).fetchone()
+        row = conn.execute(_LATEST_OF_ANY_HOST, (key,)).fetchone()
         if (None if row is None else row[0]) != seen:
             raise Raced(key)
 

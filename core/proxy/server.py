@@ -2,7 +2,8 @@
 
 The proxy wires its parts: the upstream servers as it starts, calls and restarts them
 (core/proxy/servers.py), the tools it offers the host (core/proxy/offered.py), and what a
-re-call of the same call finds (core/proxy/recall.py).
+re-call of the same call finds (core/proxy/recall.py), and which host made the call
+(core/proxy/host_identity.py).
 
 Rules:
 
@@ -17,6 +18,10 @@ Rules:
    the call's outcome is still recorded: its answer within the grace period is its result
    (left for the re-call to collect), none is an unknown outcome (core/proxy/servers.py
    rule 2).
+4. Each host sees its own calls: a run records the host it is for; a re-call collects only its
+   host's runs, ``signoff_status`` lists only its host's pending requests, and another host's
+   identical mutating call is a new call that waits as a ``duplicate`` while the first may
+   have taken effect (completed or cut off within the window, or not ended yet).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from core.policy import (
     PolicyRequest,
     behind_duplicate_rule,
 )
-from core.proxy import answers, config_record, wake
+from core.proxy import answers, config_record, host_identity, wake
 from core.proxy.answers import STATUS_TOOL
 from core.proxy.cancel import HOST_CANCEL, host_gave_up
 from core.proxy.config import Config, stamp
@@ -146,6 +151,9 @@ class Proxy:
             after_verdict=self._after_verdict,
         )
         self._calls: set[asyncio.Future[types.CallToolResult]] = set()  # the host's, in flight
+        # The host before (or without) its initialize: its launching process alone (rule 4).
+        self.launcher = host_identity.launcher()
+        self.host = host_identity.identify(None, self.launcher)
 
     @property
     def upstreams(self) -> dict[str, Upstream]:
@@ -239,12 +247,19 @@ class Proxy:
         with self.store.snapshot() as conn:
             return (stamp(self.config_path), config_record.generation(conn))
 
-    async def serve_call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    def host_of(self, client_params: Any) -> host_identity.Host:
+        """The host of a call: the ``clientInfo`` of the session's ``initialize`` (the SDK's
+        ``client_params``, None when it gave none) and this proxy's launching process."""
+        return host_identity.identify(getattr(client_params, "client_info", None), self.launcher)
+
+    async def serve_call(
+        self, name: str, arguments: dict[str, Any] | None, host: host_identity.Host | None = None
+    ) -> types.CallToolResult:
         """A host's call, made in a task of its own that the host's cancellation (or its going
         away) does not interrupt: an upstream call in flight is cancelled at the server and its
         outcome recorded (rule 3); a hold ends at once."""
         cancelled = asyncio.Event()
-        task = asyncio.ensure_future(self.call(name, arguments, cancelled))
+        task = asyncio.ensure_future(self.call(name, arguments, cancelled, host=host))
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
         try:
@@ -254,13 +269,20 @@ class Proxy:
             raise
 
     async def call(
-        self, name: str, arguments: dict[str, Any] | None, cancelled: Cancelled | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        cancelled: Cancelled | None = None,
+        *,
+        host: host_identity.Host | None = None,
     ) -> types.CallToolResult:
-        """``cancelled``: set when the host gave up on this call (rule 3)."""
+        """``cancelled``: set when the host gave up on this call (rule 3); ``host``: who made it
+        (rule 4), this proxy's ``host`` when not given."""
         HOST_CANCEL.set(cancelled)  # this call's task's own context
         self.reload_rules()
+        host = host or self.host
         if name == STATUS_TOOL:
-            return answers.text(self.status())
+            return answers.text(self.status(host))
         exposed = self.exposed.get(name)
         if exposed is None:
             why = self.offered.why_not(name, self.servers.problems)
@@ -276,7 +298,7 @@ class Proxy:
         self._lock_users[key] += 1
         try:
             async with lock:
-                return await self._call(exposed, arguments_text, key)
+                return await self._call(exposed, arguments_text, key, host)
         finally:
             # A lock per call key ever made would grow without end in a proxy kept open for
             # days: forget it when no other call with this key holds or awaits it.
@@ -284,9 +306,13 @@ class Proxy:
             if not self._lock_users[key]:
                 del self._lock_users[key], self._locks[key]
 
-    async def _call(self, exposed: Exposed, arguments: str, key: str) -> types.CallToolResult:
+    async def _call(
+        self, exposed: Exposed, arguments: str, key: str, host: host_identity.Host
+    ) -> types.CallToolResult:
         gate = self._require_gate()
-        previous = self.recall.latest_run(key)
+        # Taken first: a run of this call begun by anyone after this is seen at the begin.
+        latest = self.recall.latest_of_any_host(key)
+        previous = self.recall.latest_run(key, host.id)  # this host's own (rule 4)
         duplicate_of = None
         if previous is not None:
             run_id, status, _, collected, _ = previous
@@ -303,9 +329,13 @@ class Proxy:
                 return self.recall.collect_answer(exposed, run_id)
         # The last run of this call that may have taken effect, not the last run: a rejected
         # duplicate in between must not let the next identical call through on policy alone.
-        completed = self.recall.last_effect(key) if exposed.state.side_effect in MUTATING else None
+        # Any host's (rule 4): the effect is the same whoever asked.
+        mutating = exposed.state.side_effect in MUTATING
+        completed = self.recall.last_effect(key) if mutating else None
         if completed is not None and self._within_window(completed):
             duplicate_of = completed
+        elif mutating and (since := self.recall.in_flight(key, host.id)) is not None:
+            duplicate_of = f"{since} (another host's identical call, not ended yet)"
         run_id = f"call-{secrets.token_hex(8)}"
         try:
             session = gate.begin(
@@ -318,11 +348,11 @@ class Proxy:
                     max_consecutive_failures=None,
                     grant_ttl_seconds=self.config.grant_ttl_seconds or None,
                 ),
-                call=CallLabel(exposed.server, exposed.state.tool.name, key),
-                check=still_latest(key, None if previous is None else previous[0]),
+                call=CallLabel(exposed.server, exposed.state.tool.name, key, host.id, host.label),
+                check=still_latest(key, latest),
             )
         except Raced:  # another proxy began a run for this call since: look again
-            return await self._call(exposed, arguments, key)
+            return await self._call(exposed, arguments, key, host)
         step = session.step()
         if step is None:
             session.close()
@@ -390,12 +420,20 @@ class Proxy:
         wake.wake("ended")
         return answers.result(observation)
 
-    def status(self) -> str:
+    def status(self, host: host_identity.Host | None = None) -> str:
+        """What waits for the operator among the calls this host made (rule 4), never another
+        host's."""
+        host = host or self.host
         with self.store.snapshot() as conn:
-            waiting = [p for p in pending_requests(conn) if p.server in self.names]
+            mine = {r for (r,) in conn.execute(
+                "SELECT id FROM runs WHERE host = ? AND status = 'WAITING_FOR_APPROVAL'",
+                (host.id,),
+            )}  # fmt: skip
+            waiting = [p for p in pending_requests(conn) if p.run_id in mine
+                       and p.server in self.names]  # fmt: skip
         if not waiting:
-            return "Nothing waits for the operator."
-        lines = [f"{len(waiting)} request(s) wait for the operator's decision:"]
+            return "Nothing this host asked for waits for the operator."
+        lines = [f"{len(waiting)} request(s) this host made wait for the operator's decision:"]
         for p in waiting:
             lines.append(
                 f"- {p.id}: {p.server}/{p.tool} {p.arguments} ({p.kind}), request fingerprint"
@@ -459,7 +497,8 @@ async def serve(
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
-            return await proxy.serve_call(params.name, params.arguments)
+            host = proxy.host_of(ctx.session.client_params)
+            return await proxy.serve_call(params.name, params.arguments, host)
         except SignoffError as e:  # a named refusal, shown to the host, never a crash
             return answers.text(f"Signoff: {e} [{type(e).__name__}]", error=True)
 

@@ -27,9 +27,10 @@ from tests.core.gatekit import make_gate
 
 
 def allowed_read(store: Store, run_id: str = "read-1", server: str = "files") -> None:
-    """A read-only call the default policy allows, as a proxy records it."""
+    """A read-only call the default policy allows, as a proxy records it (for a host)."""
     gate = make_gate(store, TOOLS)
-    session = gate.begin(run_id, "goal", call=CallLabel(server, "read", "r" * 64))
+    label = CallLabel(server, "read", "r" * 64, "h" * 64, "host-a 1.0 (process 4242)")
+    session = gate.begin(run_id, "goal", call=label)
     step = session.step()
     assert step is not None
     verdict = step.propose(Decision.tool_call("read", {"path": "/etc/motd"}))
@@ -218,6 +219,7 @@ def test_a_run_that_asked_no_approval_shows_no_request_hash_and_copies_none(
     assert window.hash_label.text().startswith("Request hash: - ")
     assert window.call_hash_label.text() == f"Call hash: {call_hash}"
     assert not window.copy_hash.isEnabled()  # the call hash is never offered as the one approved
+    assert "asked by host-a 1.0 (process 4242)" in window.detail.toPlainText()
 
 
 def verify(window: HistoryWindow, qtbot) -> None:

@@ -63,6 +63,43 @@ OUTER: tuple[Mutation, ...] = (
         "a read or a write of config.toml or the database runs under an allow rule, unasked",
         "tests/proxy/test_own_files.py::test_a_read_or_write_of_signoffs_own_files_waits_under_an_allow_rule",
     ),
+    Mutation(
+        "a re-call finds another host's run",
+        "G-PROXY-4",
+        "core/proxy/recall.py",
+        " WHERE call_key = ? AND host = ? ORDER BY",
+        " WHERE call_key = ? AND ? IS NOT NULL ORDER BY",
+        "a second host's identical call collects the first host's approved result",
+        "tests/proxy/test_host_isolation.py::test_a_host_neither_sees_nor_collects_another_hosts_request[another-application]",
+    ),
+    Mutation(
+        "signoff_status lists every host's requests",
+        "G-PROXY-4",
+        "core/proxy/server.py",
+        "\"SELECT id FROM runs WHERE host = ? AND status = 'WAITING_FOR_APPROVAL'\"",
+        "\"SELECT id FROM runs WHERE ? IS NOT NULL AND status = 'WAITING_FOR_APPROVAL'\"",
+        "a host's signoff_status lists another host's pending request and its arguments",
+        "tests/proxy/test_host_isolation.py::test_a_host_neither_sees_nor_collects_another_hosts_request[another-application]",
+    ),
+    Mutation(
+        "another host's run not ended is no duplicate",
+        "G-PROXY-4",
+        "core/proxy/server.py",
+        "elif mutating and (since := self.recall.in_flight(key, host.id)) is not None:",
+        "elif False and (since := self.recall.in_flight(key, host.id)) is not None:",
+        "a second host's identical write runs (or asks as a first approval) while the first"
+        " host's approved or running one may take effect",
+        "tests/proxy/test_host_isolation.py::test_a_host_neither_sees_nor_collects_another_hosts_request[another-application]",
+    ),
+    Mutation(
+        "a begin is not checked again for another host's run",
+        "G-PROXY-4",
+        "core/proxy/server.py",
+        "check=still_latest(key, latest),",
+        "check=None,",
+        "two hosts making the same write at once both run it, on an allow rule",
+        "tests/proxy/test_host_isolation.py::test_two_hosts_making_the_same_call_at_once_run_it_once",
+    ),
     # --- the configuration -------------------------------------------------------------------
     Mutation(
         "a change is written before it is validated",

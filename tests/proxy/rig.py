@@ -56,10 +56,18 @@ class Rig:
         return Store.open(self.home / "signoff.db")
 
     @asynccontextmanager
-    async def client(self, *names: str, hold: float = 0.3) -> AsyncIterator[ClientSession]:
+    async def client(
+        self,
+        *names: str,
+        hold: float = 0.3,
+        client: tuple[str, str] | None = None,
+        own_launcher: bool = False,
+    ) -> AsyncIterator[ClientSession]:
+        """A host's session (``client``, ``own_launcher``: which host, as tests/host.py says)."""
         # The whole environment: the servers' passed variables, and PYTHONPATH (the tree).
         async with proxy_session(self.home, *names, hold=hold, env=self.env,
-                                 errlog=self.home / "host-stderr.log") as session:  # fmt: skip
+                                 errlog=self.home / "host-stderr.log", client=client,
+                                 own_launcher=own_launcher) as session:  # fmt: skip
             yield session
 
 

@@ -544,7 +544,7 @@ def test_a_server_that_never_answers(home: Path) -> None:
             # Both hostile calls are in flight: the proxy still answers the others.
             await works(session, "good__read_note", "good notes\n")
             status = await session.call_tool("signoff_status", {})
-            assert text(status) == "Nothing waits for the operator."
+            assert text(status) == "Nothing this host asked for waits for the operator."
             assert not results, "the other calls waited for the hanging server"
 
         assert results["hostile__read_note"].is_error

@@ -2,7 +2,9 @@
 
 Two in-process proxies, each with its own store connection and gate (as two `signoff proxy`
 processes have), over one database and one fake upstream, with the interleavings the load
-suite (tests/reliability/test_load.py) met under contention set up step by step.
+suite (tests/reliability/test_load.py) met under contention set up step by step. Both serve
+the same host (the same launching process, no other clientInfo): a host's second proxy, or its
+proxy restarted, shares that host's calls. Two hosts' calls are tests/proxy/test_host_isolation.py.
 """
 
 from __future__ import annotations
@@ -116,9 +118,10 @@ def test_two_proxies_making_the_same_call_at_once_begin_one_run(
     async def scenario() -> None:
         async with proxies(config, database, 2) as (first, second):
             # The second proxy looked the call up before the first began its run.
-            looked_up = second.recall.latest_run
-            stale = [None]
-            second.recall.latest_run = lambda key: stale.pop() if stale else looked_up(key)  # type: ignore[method-assign]
+            recall: Any = second.recall
+            for name in ("latest_run", "latest_of_any_host"):
+                real, stale = getattr(recall, name), [None]
+                setattr(recall, name, lambda *k, s=stale, r=real: s.pop() if s else r(*k))
             a = text(await first.call("write_note", args))
             b = text(await second.call("write_note", args))
             assert a.startswith(PENDING) and b.startswith(PENDING)

@@ -136,9 +136,11 @@ class Host:
 
 @asynccontextmanager
 async def host(home: Path, name: str, *, hold: float) -> AsyncIterator[Host]:
-    """Start `signoff proxy notes` as a host does (the SDK's stdio_client) and initialize."""
+    """Start `signoff proxy notes` as a host does (the SDK's stdio_client) and initialize. Each
+    host sends its own clientInfo: to Signoff they are different hosts (decision 0027)."""
     async with proxy_session(home, SERVER, hold=hold, env={"SIGNOFF_TEST_HOST": name},
-                             errlog=home / f"host-{name}-stderr.log") as session:  # fmt: skip
+                             errlog=home / f"host-{name}-stderr.log",
+                             client=(f"load-{name}", "1.0")) as session:  # fmt: skip
         listed = {t.name for t in (await session.list_tools()).tools}
         assert {"lookup", "write_note"} <= listed, listed
         yield Host(name, session, find_child(name))
@@ -333,8 +335,12 @@ class Record:
     chain_head: int
 
 
-def check_record(home: Path, calls: list[Call], notes: Path, tally: Tally) -> Record:
-    """Everything the hosts' calls must have left in the database and the notes file."""
+def check_record(
+    home: Path, calls: list[Call], notes: Path, tally: Tally, *, hosts_apart: bool
+) -> Record:
+    """Everything the hosts' calls must have left in the database and the notes file.
+    ``hosts_apart``: each plan's calls went through a host of their own (else one host made
+    them all, and its identical calls could join each other's run)."""
     with Store.open(home / "signoff.db") as store:
         head = verify(store).head  # raises ChainBroken naming the first bad event
         check_consistency(store)  # the tables say what the events say
@@ -376,8 +382,10 @@ def check_record(home: Path, calls: list[Call], notes: Path, tally: Tally) -> Re
     own = [c for c in calls if c.outcome != "shared"]
     expected = Counter((f"{SERVER}/{c.tool}", canonical.dumps_text(c.arguments), c.outcome,
                         c.kind) for c in own)  # fmt: skip
-    # A shared write: one approved run, whoever asked first; every other host either joined
-    # a run of it (and was answered its outcome) or made a duplicate, which was rejected.
+    # A shared write: one approved run, whoever asked first. Hosts apart: every other host made
+    # its own call of it, which waited as a duplicate (of a run that had, or might yet have,
+    # taken effect) and was rejected; another host's run is never joined, nor its result handed
+    # over. One host: its identical calls may also join the run of one under way.
     shared = Counter(str(c.arguments["text"]) for c in calls if c.outcome == "shared")
     shared_runs = 0
     for text_, asked in shared.items():
@@ -386,7 +394,9 @@ def check_record(home: Path, calls: list[Call], notes: Path, tally: Tally) -> Re
         first = seen.pop((*key, "approved", "approval"), 0)
         rejected, written = tally.shared[text_]
         shared_runs += first + duplicates
-        if first != 1 or duplicates >= asked or rejected + written != asked or not written:
+        apart = duplicates != asked - 1 or (rejected, written) != (asked - 1, 1)
+        if (first != 1 or duplicates >= asked or rejected + written != asked or not written
+                or (hosts_apart and apart)):  # fmt: skip
             problems.append(f"shared {text_}: {first} approved and {duplicates} duplicate runs"
                             f" for {asked} calls, answered {written} written, {rejected}"
                             " rejected")  # fmt: skip

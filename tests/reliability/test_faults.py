@@ -439,8 +439,9 @@ def test_a_call_cut_off_before_its_tool_started_is_started_anew(home: Path) -> N
                 key = _call_key(exposed, proxy._spec_hash(exposed), {"text": "anew"})
                 dead = Gate(dataclasses.replace(
                     gate.config, wall_clock=lambda: time.time() - 2 * TTL))  # fmt: skip
-                session = dead.begin("call-dead", "goal", call=CallLabel("fake", "write_note",
-                                                                          key))  # fmt: skip
+                # A proxy of the same host (a host's proxies share its calls, decision 0027).
+                label = CallLabel("fake", "write_note", key, proxy.host.id)
+                session = dead.begin("call-dead", "goal", call=label)
                 assert session.step() is not None
                 session._die()
                 ran = await proxy.call("write_note", {"text": "anew"})
