@@ -9,6 +9,7 @@ Rules:
    raises a named ``JSONRefused``; it never substitutes a value:
    - invalid UTF-8                         -> ``InvalidUTF8``
    - not JSON                              -> ``MalformedJSON``
+   - nested deeper than the runtime reads  -> ``NestedTooDeeply`` (a ``MalformedJSON``)
    - an object naming a key twice          -> ``DuplicateKey``
    - an integer outside ±(2^53-1)          -> ``IntegerOutOfRange``
    - NaN, Infinity, or a number overflowing a double -> ``NonFiniteNumber``
@@ -39,6 +40,7 @@ from core.errors import (
     InvalidUTF8,
     LoneSurrogate,
     MalformedJSON,
+    NestedTooDeeply,
     NonFiniteNumber,
     NotJSON,
 )
@@ -145,7 +147,7 @@ def loads(data: bytes | str) -> JSONValue:
     except json.JSONDecodeError as e:
         raise MalformedJSON(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
-        raise MalformedJSON("not JSON this runtime can read: nested too deeply") from None
+        raise NestedTooDeeply("not JSON this runtime can read: nested too deeply") from None
     if _ESCAPED_SURROGATE.search(text):
         _refuse_lone_surrogates(value)
     return value

@@ -51,6 +51,14 @@ class NotJSON(JSONRefused):
     """A Python value with no JSON form (a set, bytes, an object, a non-string key)."""
 
 
+class NestedTooDeeply(MalformedJSON):
+    """JSON nested deeper than Signoff reads; refused rather than exhausting the stack."""
+
+
+class HostLineTooLong(JSONRefused):
+    """A line from the host longer than the proxy reads; refused whole, never cut."""
+
+
 # --- The store ----------------------------------------------------------------------------
 
 

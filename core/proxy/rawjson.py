@@ -9,12 +9,15 @@ as sent. The text must already be known to be JSON (it is parsed first); anythin
 
 ``top_level(data)`` reads only the members of a top-level object, skipping nested values without
 recursion, so that a request too deep or too odd for the strict parsers can still be answered by
-its id.
+its id; ``top_level_tail(data)`` reads the scalar members that end one, backward from its closing
+brace, for a request too long to keep whole whose id comes last. ``deeper_than(data, levels)``
+says whether any text, JSON or not, nests deeper than that, without parsing it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -203,3 +206,84 @@ def _value_end(data: bytes, i: int) -> int | None:
         if depth == 0 and data[start] in b'[{"':
             return i
     return i if depth == 0 and i > start else None
+
+
+def top_level_tail(data: bytes) -> dict[str, bytes]:
+    """The raw bytes of the members that end the object ``data`` ends (its last bytes), read
+    backward from its closing brace while their values are strings, numbers, true, false or
+    null; a nested value, or text that does not read so, ends the reading. ``data`` may start
+    anywhere in the text; a key written twice keeps its last value."""
+    found: dict[str, bytes] = {}
+    j = _skip_back(data, len(data))
+    if data[j - 1 : j] != b"}":
+        return found
+    j -= 1
+    while True:
+        end = _skip_back(data, j)
+        if data[end - 1 : end] == b'"':
+            start = _string_start(data, end - 1)
+        else:
+            start = end
+            while start > 0 and data[start - 1] not in _WS + b',:[]{}"':
+                start -= 1
+        if start is None or start == end:
+            return found
+        colon = _skip_back(data, start)
+        key_end = _skip_back(data, colon - 1)
+        if data[colon - 1 : colon] != b":" or data[key_end - 1 : key_end] != b'"':
+            return found
+        key_start = _string_start(data, key_end - 1)
+        if key_start is None:
+            return found
+        try:
+            key = json.loads(data[key_start:key_end])
+        except ValueError:
+            return found
+        found.setdefault(key, data[start:end])
+        j = _skip_back(data, key_start) - 1
+        if data[j : j + 1] != b",":
+            return found
+
+
+def _skip_back(data: bytes, i: int) -> int:
+    """Where the white space ending at ``i`` starts."""
+    while i > 0 and data[i - 1] in _WS:
+        i -= 1
+    return i
+
+
+def _string_start(data: bytes, close: int) -> int | None:
+    """The opening quote of the string whose closing quote is at ``close``: the first quote
+    before it not escaped (an even number of backslashes before it)."""
+    i = close - 1
+    while i >= 0:
+        if data[i] == 0x22:
+            k = i
+            while k > 0 and data[k - 1] == 0x5C:
+                k -= 1
+            if (i - k) % 2 == 0:
+                return i
+        i -= 1
+    return None
+
+
+# A string (to its closing quote, or the end of the text), or a bracket.
+_STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]', re.DOTALL)
+
+
+def deeper_than(data: bytes, levels: int) -> bool:
+    """Whether ``data`` nests more than ``levels`` arrays and objects deep: its brackets outside
+    strings counted, whatever else the text holds (a string runs to its closing quote or the
+    text's end)."""
+    if data.count(b"[") + data.count(b"{") <= levels:
+        return False  # too few brackets to nest deeper: no need to look
+    depth = 0
+    for token in _STRING_OR_BRACKET.finditer(data):
+        c = data[token.start()]
+        if c in b"[{":
+            depth += 1
+            if depth > levels:
+                return True
+        elif c in b"]}":
+            depth -= 1
+    return False

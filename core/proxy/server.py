@@ -62,7 +62,6 @@ from core.proxy.config import Config, stamp
 from core.proxy.offered import Exposed, Offered
 from core.proxy.recall import Raced, Recall, close_run, format_time_now, still_latest
 from core.proxy.servers import Servers
-from core.proxy.unreadable import AnswerUnreadable
 from core.proxy.upstream import Cancelled, Upstream
 from core.records import pending_requests
 from core.store import Store
@@ -485,7 +484,8 @@ async def serve(
 ) -> None:
     """Run the proxy over this process's stdin and stdout until the host closes them."""
     from mcp.server.lowlevel.server import Server
-    from mcp.server.stdio import stdio_server
+
+    from core.proxy.hoststdio import host_stdio
 
     proxy = Proxy(
         config, names, store, log_dir=log_dir, hold_seconds=hold_seconds, config_path=config_path
@@ -510,9 +510,9 @@ async def serve(
         on_call_tool=call_tool,
     )
     try:
-        async with stdio_server() as (read, write):
-            # A request the SDK cannot read is answered with an error, not dropped.
-            unreadable_answered = AnswerUnreadable(read, write)
-            await server.run(unreadable_answered, write, server.create_initialization_options())
+        # The host's lines are read by Signoff's parser first (core/proxy/hostline.py): a
+        # line it refuses is answered by name and never reaches the server below.
+        async with host_stdio() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
     finally:
         await proxy.close()

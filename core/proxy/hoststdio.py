@@ -1,0 +1,137 @@
+"""The proxy's stdio with the host: the host's bytes go to Signoff's reader before the SDK.
+
+The SDK's ``stdio_server`` decodes each line itself (invalid UTF-8 as U+FFFD, then pydantic's
+JSON decoder: the last of a key named twice wins, ``0.10000000000000001`` becomes ``0.1``), so
+the proxy reads its stdin itself and hands the SDK's server the same memory streams
+``stdio_server`` would, filled with what ``core.proxy.hostline`` read exactly:
+
+- each line is read as bytes, at most ``MAX_LINE`` of them kept (the rest of a longer line is
+  read and dropped but for its last ``TAIL`` bytes, where its id may be, and the line refused
+  by name);
+- a message is passed on; a refusal is answered on the write stream (or, with no id to answer,
+  logged); a blank line is passed over; the proxy goes on reading after each;
+- as ``stdio_server`` does, while serving fd 0 reads the null device and fd 1 writes to stderr,
+  so nothing else in the process reads the host's bytes or writes on its wire; the wire is
+  served from private, non-inherited duplicates, restored on exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import BinaryIO, Literal
+
+import anyio
+import anyio.to_thread
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from core.proxy.hostline import MAX_LINE, TAIL, Refused, dump, read_line, too_long
+
+log = logging.getLogger("signoff.proxy")
+
+Read = MemoryObjectReceiveStream[SessionMessage | Exception]
+Write = MemoryObjectSendStream[SessionMessage]
+_DRAIN = 1 << 20  # bytes read at a time from the part of a line past MAX_LINE
+
+
+@asynccontextmanager
+async def host_stdio(
+    stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> AsyncIterator[tuple[Read, Write]]:
+    """The streams the SDK's server runs on, over this process's stdin and stdout (or the
+    binary files given)."""
+    with (
+        _claimed(0, "rb", lambda: os.open(os.devnull, os.O_RDONLY), given=stdin) as source,
+        _claimed(1, "wb", lambda: os.dup(2), given=stdout) as sink,
+    ):
+        to_server, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write, to_host = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_read_host, source, to_server, write.clone())
+            tg.start_soon(_write_host, sink, to_host)
+            yield read, write
+
+
+async def _read_host(
+    source: BinaryIO, to_server: MemoryObjectSendStream[SessionMessage | Exception], answers: Write
+) -> None:
+    async with to_server, answers:
+        async for line in _lines(source):
+            try:
+                verdict = line if isinstance(line, Refused) else read_line(line)
+            except Exception:  # a fault of the reader's must not end the connection: fail closed
+                log.exception("a line from the host could not be read; it is dropped")
+                continue
+            if verdict is None:
+                continue
+            if isinstance(verdict, SessionMessage):
+                await to_server.send(verdict)
+                continue
+            if verdict.answer is None:
+                log.warning("refused a line from the host with no id to answer: %s", verdict.why)
+                continue
+            log.warning("refused request %r from the host: %s", verdict.answer.id, verdict.why)
+            try:
+                await answers.send(SessionMessage(verdict.answer))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                log.warning("the refusal could not be sent: the connection is closing")
+
+
+async def _lines(source: BinaryIO) -> AsyncIterator[bytes | Refused]:
+    """The host's lines, each with its newline, until it closes stdin; a line longer than
+    ``MAX_LINE`` bytes is its refusal, the rest of it read and dropped."""
+    while True:
+        line = await _read(source, MAX_LINE + 2)  # the line, its newline, and one byte more
+        if not line:
+            return
+        if len(line.rstrip(b"\r\n")) <= MAX_LINE:
+            yield line
+            continue
+        head, tail = line, line[-TAIL:]
+        while line and not line.endswith(b"\n"):
+            line = await _read(source, _DRAIN)
+            tail = (tail + line)[-TAIL:]
+        yield too_long(head, tail)
+
+
+async def _read(source: BinaryIO, limit: int) -> bytes:
+    # Abandoned on cancel: a thread blocked on a host that writes nothing must not hold the
+    # proxy's shutdown (it ends with the process).
+    return await anyio.to_thread.run_sync(source.readline, limit, abandon_on_cancel=True)
+
+
+async def _write_host(sink: BinaryIO, to_host: MemoryObjectReceiveStream[SessionMessage]) -> None:
+    async with to_host:
+        async for message in to_host:
+            data = dump(message)
+            await anyio.to_thread.run_sync(_write, sink, data)
+
+
+def _write(sink: BinaryIO, data: bytes) -> None:
+    sink.write(data)
+    sink.flush()
+
+
+@contextmanager
+def _claimed(
+    fd: int, mode: Literal["rb", "wb"], divert: Callable[[], int], *, given: BinaryIO | None
+) -> Iterator[BinaryIO]:
+    """The wire on ``fd`` as a binary file of a private duplicate, with ``fd`` itself pointed
+    at ``divert()`` until the end; ``given`` instead when there is one."""
+    if given is not None:
+        yield given
+        return
+    private = os.dup(fd)  # not inheritable: no server the proxy starts holds the host's wire
+    diversion = divert()
+    try:
+        os.dup2(diversion, fd)
+    finally:
+        os.close(diversion)
+    try:
+        # Never closed: a thread may still be blocked reading it when the proxy ends.
+        yield os.fdopen(private, mode, closefd=False)
+    finally:
+        os.dup2(private, fd)
