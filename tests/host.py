@@ -3,8 +3,12 @@ reading what it answers. Every suite opens its proxy sessions here."""
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -74,3 +78,82 @@ async def proxy_session(
 def text(result: Any) -> str:
     """The text of a tool's answer, its text parts joined by newlines."""
     return "\n".join(c.text for c in result.content if hasattr(c, "text"))
+
+
+class RawHost:
+    """A host writing raw lines on ``signoff proxy``'s stdin, so that no client library's own
+    encoder or validation stands between the test's bytes and the proxy; answers read by id.
+
+    ``others``: every line the proxy wrote that was not the answer awaited (parsed)."""
+
+    ANSWER_WITHIN = 60  # seconds: far above any answer's time; a hang fails the test, not CI
+
+    def __init__(self, home: Path, *args: str) -> None:
+        """``signoff proxy ARGS`` for ``home``, its stderr in ``home``/proxy-stderr.txt."""
+        self.stderr_path = home / "proxy-stderr.txt"
+        self._stderr = self.stderr_path.open("wb")
+        self.process = subprocess.Popen(
+            [str(SIGNOFF), "proxy", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env={**os.environ, "SIGNOFF_HOME": str(home)},
+        )
+        self.buffer = b""
+        self.next_id = 0
+        self.others: list[dict[str, Any]] = []
+
+    def initialize(self) -> None:
+        params = b'{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}'  # noqa: E501
+        assert "result" in self.request("initialize", params)
+        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.alive()
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def alive(self) -> None:
+        code = self.process.poll()
+        assert code is None, f"the proxy exited (code {code}); its stderr ends:\n{self.stderr()}"
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_bytes()[-3000:].decode(errors="replace")
+
+    def request(self, method: str, params: bytes) -> dict[str, Any]:
+        self.next_id += 1
+        self.send(b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}'
+                  % (self.next_id, method.encode(), params))  # fmt: skip
+        return self.answer(self.next_id)
+
+    def call(self, tool: str, arguments: bytes) -> dict[str, Any]:
+        params = b'{"name":"%s","arguments":%s}' % (tool.encode(), arguments)
+        return self.request("tools/call", params)
+
+    def answer(self, request_id: int | str) -> dict[str, Any]:
+        """The answer to ``request_id``; other lines are kept in ``others``."""
+        deadline = time.monotonic() + self.ANSWER_WITHIN
+        while True:
+            while b"\n" not in self.buffer:
+                left = deadline - time.monotonic()
+                assert self.process.stdout is not None
+                ready, _, _ = select.select([self.process.stdout], [], [], max(0.0, left))
+                assert ready, f"no answer to request {request_id} within {self.ANSWER_WITHIN} s"
+                chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    self.process.wait(timeout=30)
+                    self.alive()
+                self.buffer += chunk
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if message.get("id") == request_id:
+                return message
+            self.others.append(message)
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+        self.process.stdout.close()
+        self._stderr.close()

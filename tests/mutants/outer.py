@@ -100,6 +100,18 @@ OUTER: tuple[Mutation, ...] = (
         "two hosts making the same write at once both run it, on an allow rule",
         "tests/proxy/test_host_isolation.py::test_two_hosts_making_the_same_call_at_once_run_it_once",
     ),
+    Mutation(
+        "the host's line is read as the SDK read it",
+        "G-JSON-1",
+        "core/proxy/hostline.py",
+        "        value = canonical.loads(line)\n",
+        '        value = __import__("json").loads(line.decode("utf-8", "replace"))\n',
+        "a tools/call naming a key twice runs with its last value, invalid UTF-8 as U+FFFD and"
+        " 0.10000000000000001 as 0.1, unlike what the host wrote",
+        "tests/proxy/test_host_boundary.py::"
+        "test_a_host_line_signoff_cannot_read_exactly_is_refused_by_name_and_nothing_runs"
+        "[a key twice in the arguments]",
+    ),
     # --- the configuration -------------------------------------------------------------------
     Mutation(
         "a change is written before it is validated",

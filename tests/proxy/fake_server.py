@@ -16,7 +16,8 @@ SCRIPT holds:
   for a cancellation, and answers only when none came; both keep reading requests meanwhile
   (ping is answered),
   "cancels": a file each notifications/cancelled received is appended to (its params as JSON),
-  "starts": a file a line is appended to at each initialize (how often the server started).
+  "starts": a file a line is appended to at each initialize (how often the server started),
+  "calls": a file each tools/call line is appended to exactly as received (what reached it).
 Tools it answers: read_note (returns the notes), write_note(text) (appends), anything else
 echoes its arguments.
 """
@@ -101,6 +102,9 @@ def main() -> None:
             if script.get("list_changed"):
                 send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         elif method == "tools/call":
+            if script.get("calls"):
+                with Path(script["calls"]).open("ab") as f:
+                    f.write(line.rstrip(b"\n") + b"\n")
             name = message["params"]["name"]
             args = message["params"].get("arguments") or {}
             behaviour = script.get("on_call", {}).get(name, "ok")

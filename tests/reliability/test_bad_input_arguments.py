@@ -2,8 +2,9 @@
 JSON-RPC answer (a result, with a named refusal or a schema failure in its text and isError
 set, or a JSON-RPC error) and the proxy keeps serving: a good call after each bad one works.
 
-The requests are written as raw lines on the proxy's stdin, as a host would write them after
-initialize, so that no client library's own validation filters them first. One proxy process
+The requests are written as raw lines on the proxy's stdin (tests/host.py ``RawHost``), as a
+host would write them after initialize, so that no client library's own validation filters
+them first. One proxy process
 serves every example; the upstream is tests/proxy/fake_server.py, whose tools echo the arguments
 they receive.
 """
@@ -12,12 +13,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import select
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +25,8 @@ from hypothesis import strategies as st
 
 from core import canonical
 from core.errors import JSONRefused
-from tests.conftest import SIGNOFF, run_signoff
+from tests.conftest import run_signoff
+from tests.host import RawHost
 from tests.reliability.strategies import (
     EDGE_NUMBERS,
     TRICKY_ESCAPES,
@@ -39,7 +37,6 @@ from tests.reliability.strategies import (
 )
 
 FAKE = Path(__file__).resolve().parent.parent / "proxy" / "fake_server.py"
-ANSWER_WITHIN = 60  # seconds: far above any answer's time; a hang fails the test, not CI
 TOOLS = [
     {"name": "echo", "description": "Echo", "inputSchema": {"type": "object"}},
     {"name": "typed", "description": "Typed", "inputSchema": {
@@ -49,76 +46,12 @@ TOOLS = [
 ]  # fmt: skip
 
 
-class Host:
-    """The host's side of one ``signoff proxy`` process: raw lines in, answers by id out."""
-
-    def __init__(self, home: Path) -> None:
-        self.stderr_path = home / "proxy-stderr.txt"
-        self.stderr = self.stderr_path.open("wb")
-        self.process = subprocess.Popen(
-            [str(SIGNOFF), "proxy", "fake", "--hold", "0.2"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            env={**os.environ, "SIGNOFF_HOME": str(home)},
-        )
-        self.buffer = b""
-        self.next_id = 0
-
-    def send(self, line: bytes) -> None:
-        assert self.process.stdin is not None
-        self.alive()
-        self.process.stdin.write(line + b"\n")
-        self.process.stdin.flush()
-
-    def alive(self) -> None:
-        code = self.process.poll()
-        tail = self.stderr_path.read_bytes()[-3000:].decode(errors="replace")
-        assert code is None, f"the proxy exited (code {code}); its stderr ends:\n{tail}"
-
-    def request(self, method: str, params: bytes) -> dict[str, Any]:
-        self.next_id += 1
-        self.send(b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}'
-                  % (self.next_id, method.encode(), params))  # fmt: skip
-        return self.answer(self.next_id)
-
-    def call(self, tool: str, arguments: bytes) -> dict[str, Any]:
-        params = b'{"name":"%s","arguments":%s}' % (tool.encode(), arguments)
-        return self.request("tools/call", params)
-
-    def answer(self, request_id: int) -> dict[str, Any]:
-        """The answer to ``request_id``; notifications and other lines are passed over."""
-        deadline = time.monotonic() + ANSWER_WITHIN
-        while True:
-            while b"\n" not in self.buffer:
-                left = deadline - time.monotonic()
-                assert self.process.stdout is not None
-                ready, _, _ = select.select([self.process.stdout], [], [], max(0.0, left))
-                assert ready, f"no answer to request {request_id} within {ANSWER_WITHIN} s"
-                chunk = os.read(self.process.stdout.fileno(), 1 << 16)
-                if not chunk:
-                    self.process.wait(timeout=30)
-                    self.alive()
-                self.buffer += chunk
-            line, self.buffer = self.buffer.split(b"\n", 1)
-            message = json.loads(line)
-            if message.get("id") == request_id:
-                return message
-
-    def close(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
-        self.process.stdout.close()
-        self.stderr.close()
-
-
 def signoff(home: Path, *args: str) -> None:
     run_signoff(*args, home=home, ok=True)
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
+def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawHost]:
     home = tmp_path_factory.mktemp("home")
     home.chmod(0o700)
     script = home / "fake-script.json"
@@ -127,10 +60,8 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
     signoff(home, "pin", "fake", "--accept")
     for tool in ("echo", "typed"):
         signoff(home, "classify", "fake", tool, "read_only")  # read_only: allowed, no approval
-    host = Host(home)
-    initialize = b'{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}'  # noqa: E501
-    assert "result" in host.request("initialize", initialize)
-    host.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    host = RawHost(home, "fake", "--hold", "0.2")
+    host.initialize()
     yield host
     host.close()
     assert host.process.returncode == 0
@@ -162,7 +93,7 @@ def kind_of(message: dict[str, Any]) -> str:
     return f"refused: {named.group(1) if named else text[:40]}"
 
 
-def good_call_works(host: Host) -> None:
+def good_call_works(host: RawHost) -> None:
     result = answered(host.call("echo", b'{"ok":1}'))
     assert result is not None and not result["isError"], result
     assert json.loads(result["content"][0]["text"]) == {"ok": 1}
@@ -200,16 +131,15 @@ def arguments(draw: st.DrawFn) -> Raw:
 @examples(200)
 @given(st.sampled_from(["echo", "typed"]), arguments())
 def test_every_call_is_answered_and_the_proxy_keeps_serving(
-    host: Host, tool: str, raw: bytes
+    host: RawHost, tool: str, raw: bytes
 ) -> None:
     message = host.call(tool, raw)
     result = answered(message)
     event(kind_of(message))
     if result is not None and not result["isError"]:
-        # It ran: the upstream received the arguments as the host's JSON names them (read the
-        # way the proxy's SDK reads it: bad UTF-8 replaced, the last of a key named twice; null
-        # is no arguments).
-        sent = json.loads(raw.decode("utf-8", "replace"))
+        # It ran: the upstream received the arguments exactly as the host's JSON names them
+        # (the proxy refuses what Signoff's reader refuses; null is no arguments).
+        sent = canonical.loads(raw)
         echoed = result["content"][0]["text"]
         if "[truncated by Signoff:" not in echoed:  # results are capped at 64 KiB
             assert json.loads(echoed) == ({} if sent is None else sent)
@@ -238,7 +168,7 @@ def test_every_call_is_answered_and_the_proxy_keeps_serving(
         "unknown-method",
     ],
 )
-def test_a_request_the_sdk_cannot_read_is_answered_by_its_id(host: Host, line: bytes) -> None:
+def test_a_request_the_sdk_cannot_read_is_answered_by_its_id(host: RawHost, line: bytes) -> None:
     host.send(line)
     message = host.answer(json.loads(line[: line.index(b',"method"')] + b"}")["id"])
     if "result" in message:  # read, and refused by the proxy
@@ -249,7 +179,7 @@ def test_a_request_the_sdk_cannot_read_is_answered_by_its_id(host: Host, line: b
 
 
 @pytest.mark.slow
-def test_lines_with_no_id_to_answer_are_passed_over(host: Host) -> None:
+def test_lines_with_no_id_to_answer_are_passed_over(host: RawHost) -> None:
     for line in (b"garbage", b"[" * 10_000, b'{"jsonrpc":"2.0","method":"x","params":\xff}', b""):
         host.send(line)
     good_call_works(host)
