@@ -188,6 +188,15 @@ def configure(home: Path, ui: Out) -> None:
         f" Its folder is {notes}."
     )
     server = [*demo_server_command(), str(notes)]
+    # The operator key first: the configuration is recorded with it, as decisions are signed.
+    with Store.open(paths.database_path()) as store:  # one creator, before anything else
+        try:
+            operator_key.default().key_for_deciding(store)
+        except OperatorKeyUnavailable as e:
+            operator_key.choose_mode(store, unauthenticated=True, by="signoff demo",
+                                     reason=f"no OS keyring: {e}")  # fmt: skip
+            ui.say("No usable OS keyring here: the demo's decisions are not signed (`signoff"
+                   " decisions unauthenticated`, in its chain).", indent=2)  # fmt: skip
     signoff_cli(ui, "servers", "add", SERVER, "--", *server)
     signoff_cli(ui, "pin", SERVER, "--accept")
     for tool, side_effect in CLASSES.items():
@@ -198,14 +207,6 @@ def configure(home: Path, ui: Out) -> None:
         " (with a closer look).",
         indent=2,
     )
-    with Store.open(paths.database_path()) as store:  # one creator, before the app and proxy
-        try:
-            operator_key.default().key_for_deciding(store)
-        except OperatorKeyUnavailable as e:
-            operator_key.choose_mode(store, unauthenticated=True, by="signoff demo",
-                                     reason=f"no OS keyring: {e}")  # fmt: skip
-            ui.say("No usable OS keyring here: the demo's decisions are not signed (`signoff"
-                   " decisions unauthenticated`, in its chain).", indent=2)  # fmt: skip
 
 
 def signoff_cli(ui: Out, *argv: str) -> None:

@@ -520,19 +520,26 @@ def proxy(args: argparse.Namespace) -> int:
         format="%(asctime)s %(process)d %(levelname)s %(message)s",
     )  # fmt: skip
     with Store.open(paths.database_path()) as store:
+        problem = ""
         try:  # the rules in force are the recorded ones, whatever the file says now
             now = config_record.state(store, paths.config_path())
             config = now.config()
-        except SignoffError as e:
-            return _error(str(e), type(e).__name__)
-        if now.changed_outside:
-            logging.getLogger("signoff.proxy").error("%s", now.why())
-            print(f"signoff: {now.why()}", file=sys.stderr)
+            if now.changed_outside:
+                logging.getLogger("signoff.proxy").error("%s", now.why())
+                print(f"signoff: {now.why()}", file=sys.stderr)
+        except SignoffError as e:  # served all the same: each call is refused, saying why
+            problem = f"{e} [{type(e).__name__}]"
+            logging.getLogger("signoff.proxy").error("no rules in force: %s", problem)
+            print(f"signoff: no rules in force, every call is refused: {problem}", file=sys.stderr)
+            try:
+                config = config_record.unverified(store, paths.config_path())
+            except SignoffError as e2:
+                return _error(str(e2), type(e2).__name__)
         unknown = [n for n in args.names if n not in config.servers]
         if unknown:
             return _error(f"no server named {', '.join(unknown)} in {paths.config_path()}")
         asyncio.run(serve(config, args.names, store, log_dir=log_dir, hold_seconds=args.hold,
-                          config_path=paths.config_path()))  # fmt: skip
+                          config_path=paths.config_path(), rules_problem=problem))  # fmt: skip
     return EXIT_OK
 
 

@@ -272,6 +272,26 @@ def state(
     return State(path, recorded, data, problem, passed)
 
 
+def unverified(store: Store, path: Path) -> configuration.Config:
+    """The configuration to start servers from when the one in force cannot be established
+    (a keyring that fails, a database cut back): the latest record's text as it stands, else
+    the file. Nothing may run on it: the caller refuses every call until ``state`` answers."""
+    with store.snapshot() as conn:
+        row = conn.execute(
+            "SELECT payload FROM events WHERE run_id IS NULL AND kind = ? ORDER BY seq DESC"
+            " LIMIT 1",
+            (KIND,),
+        ).fetchone()
+    if row is not None:
+        try:
+            payload = canonical.loads(row[0])
+            if isinstance(payload, dict) and isinstance(payload.get("text"), str):
+                return configuration.load_text(path, str(payload["text"]))
+        except (JSONRefused, ConfigError):
+            pass
+    return configuration.load(path)
+
+
 # --- recording -----------------------------------------------------------------------------
 
 
@@ -283,7 +303,14 @@ def record(
 
     keys = keys or operator_key.default()
     text = data.decode("utf-8")
-    key = keys.key_for_signing(store)  # before the transaction: no keyring call holds the lock
+    try:  # before the transaction: no keyring call holds the write lock
+        key = keys.key_for_signing(store)
+    except OperatorKeyUnavailable as e:
+        raise OperatorKeyUnavailable(
+            f"{e}. A configuration is recorded with the operator key, as a decision is signed:"
+            " unlock the keyring, or, on a machine with none, run `signoff decisions"
+            " unauthenticated` first"
+        ) from None
     by, at, digest = by or operator(), utc_now(), sha256(data)
     payload: dict[str, JSONValue] = {"text": text, "sha256": digest, "by": by, "why": why}
     if key is not None:

@@ -116,8 +116,13 @@ class Proxy:
         hold_seconds: float | None = None,
         clock_wall: Callable[[], float] = time.time,
         config_path: Path | None = None,
+        rules_problem: str = "",
     ) -> None:
+        """``rules_problem``: why the configuration in force could not be established at start
+        (``config`` is then the unverified one, to start the servers): every call is refused,
+        saying why, until it can be and its servers and tools are ``config``'s."""
         self.config = config
+        self.rules_problem = rules_problem
         self._timeouts = config  # the servers' and tools' own call timeouts, as last read
         self.config_path = config_path
         self._hold_given = hold_seconds is not None
@@ -213,7 +218,7 @@ class Proxy:
         if self.config_path is None:
             return False
         now = self._config_generation()
-        if now == self._config_stamp:
+        if now == self._config_stamp and not self.rules_problem:
             return False
         self._config_stamp = now
         try:
@@ -221,9 +226,22 @@ class Proxy:
             new = state.config()
         except SignoffError as e:
             log.error("the rules in force cannot be read; they stay as they were: %s", e)
+            if self.rules_problem:
+                self.rules_problem = f"{e} [{type(e).__name__}]"
             return False
         if state.changed_outside:
             log.error("%s", state.why())
+        if self.rules_problem:
+            # Started on a configuration that could not be checked: its tools stay refused
+            # unless they are the recorded ones (the tool set is fixed at start).
+            if new.servers != self.config.servers:
+                self.rules_problem = (
+                    "the recorded configuration's servers and tools differ from those this"
+                    " proxy started with; the host must start it again [ConfigChangedOutside]"
+                )
+                return False
+            log.info("the rules in force are established again")
+            self.rules_problem = ""
         self.policy.inner = new.policy()
         self.config = dataclasses.replace(
             self.config,
@@ -282,6 +300,12 @@ class Proxy:
         host = host or self.host
         if name == STATUS_TOOL:
             return answers.text(self.status(host))
+        if self.rules_problem:
+            return answers.text(
+                f"Signoff: this call did not run: the operator's rules cannot be established:"
+                f" {self.rules_problem}",
+                error=True,
+            )
         exposed = self.exposed.get(name)
         if exposed is None:
             why = self.offered.why_not(name, self.servers.problems)
@@ -481,6 +505,7 @@ async def serve(
     log_dir: Path,
     hold_seconds: float | None = None,
     config_path: Path | None = None,
+    rules_problem: str = "",
 ) -> None:
     """Run the proxy over this process's stdin and stdout until the host closes them."""
     from mcp.server.lowlevel.server import Server
@@ -488,8 +513,9 @@ async def serve(
     from core.proxy.hoststdio import host_stdio
 
     proxy = Proxy(
-        config, names, store, log_dir=log_dir, hold_seconds=hold_seconds, config_path=config_path
-    )
+        config, names, store, log_dir=log_dir, hold_seconds=hold_seconds,
+        config_path=config_path, rules_problem=rules_problem,
+    )  # fmt: skip
     await proxy.start()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:

@@ -60,9 +60,9 @@ def listing(*tools: dict[str, Any]) -> str:
 
 
 def signoff(
-    home: Path, *args: str, ok: bool = True, timeout: float = 60
+    home: Path, *args: str, ok: bool = True, timeout: float = 60, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return run_signoff(*args, home=home, ok=ok, timeout=timeout)
+    return run_signoff(*args, home=home, ok=ok, timeout=timeout, env=env)
 
 
 def pin_rows(home: Path, server: str) -> dict[str, dict[str, Any]]:
@@ -78,14 +78,17 @@ def pending(home: Path) -> list[dict[str, Any]]:
 class Fake:
     """One fake upstream server, added to the configuration under ``name``."""
 
-    def __init__(self, home: Path, name: str, tools: str, **script: Any) -> None:
+    def __init__(
+        self, home: Path, name: str, tools: str, env: dict[str, str] | None = None, **script: Any
+    ) -> None:
         self.home = home
         self.name = name
         self.path = home / f"{name}-script.json"
         self.notes = home / f"{name}-notes.txt"
         self.script: dict[str, Any] = {"listing": tools, "notes": str(self.notes), **script}
         self._write()
-        signoff(home, "servers", "add", name, "--", sys.executable, str(FAKE), str(self.path))
+        signoff(home, "servers", "add", name, "--", sys.executable, str(FAKE), str(self.path),
+                env=env)  # fmt: skip
 
     def update(self, **changes: Any) -> None:
         """Change the script; a server process started from now on follows it."""
@@ -100,10 +103,17 @@ class Fake:
         return path.read_text(errors="replace") if path.exists() else ""
 
 
-def ready(home: Path, name: str, tools: str, **script: Any) -> Fake:
-    """A fake server whose tools are pinned as listed now and classified as in CLASSES."""
-    fake = Fake(home, name, tools, **script)
-    signoff(home, "pin", name, "--accept")
+def ready(
+    home: Path, name: str, tools: str, env: dict[str, str] | None = None, **script: Any
+) -> Fake:
+    """A fake server whose tools are pinned as listed now and classified as in CLASSES. ``env``:
+    the keyring the configuration is recorded with, when not this process's."""
+    fake = Fake(home, name, tools, env, **script)
+    signoff(home, "pin", name, "--accept", env=env)
+    if env is not None:
+        for tool in json.loads(tools):
+            signoff(home, "classify", name, tool["name"], CLASSES[tool["name"]], env=env)
+        return fake
     # What `signoff classify` does, in-process: one edit instead of one command per tool.
     editor = Editor(home / "config.toml")
     for tool in json.loads(tools):

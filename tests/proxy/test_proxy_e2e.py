@@ -18,7 +18,7 @@ import pytest
 
 from core.verify import verify
 from tests.conftest import SIGNOFF
-from tests.host import text
+from tests.host import KEYRING_VARIABLES, text
 from tests.mcp_servers import (
     everything_server,
     filesystem_server,
@@ -203,8 +203,7 @@ def test_fixed_and_denied_parameters(rig: Rig, tmp_path: Path) -> None:
     rig.add_fake("echo", tools)
     rig.pin("echo")
     rig.classify("echo", echo="read_only")
-    config = rig.home / "config.toml"
-    config.write_text(config.read_text() + 'fixed = { mode = "safe" }\ndeny = ["force"]\n')
+    rig.signoff("tool", "echo", "echo", "--fix", 'mode="safe"', "--deny", "force")
 
     async def scenario() -> None:
         async with rig.client("echo") as host:
@@ -297,8 +296,12 @@ def test_several_servers_are_prefixed_and_a_status_tool_lists_what_waits(
 
 def test_the_mcp_inspector_cli_lists_and_calls_through_the_proxy(rig: Rig, tmp_path: Path) -> None:
     shared = _filesystem(rig, tmp_path)
-    # The Inspector starts the server with an environment of its own: name SIGNOFF_HOME.
-    base = [*inspector_cli(), "--format", "json", "--quiet", "-e", f"SIGNOFF_HOME={rig.home}"]
+    # The Inspector starts the server with an environment of its own: name SIGNOFF_HOME, and
+    # this session's keyring (a desktop's is found at the session bus's standard place; the
+    # test's private bus is not there).
+    keyring = [f for k in KEYRING_VARIABLES if k in rig.env for f in ("-e", f"{k}={rig.env[k]}")]
+    base = [*inspector_cli(), "--format", "json", "--quiet", "-e", f"SIGNOFF_HOME={rig.home}",
+            *keyring]  # fmt: skip
     proxy = [str(SIGNOFF), "proxy", "fs"]
     env = {**rig.env, "HOME": str(tmp_path)}
     listed = subprocess.run([*base, "--method", "tools/list", *proxy], capture_output=True,

@@ -588,13 +588,15 @@ def test_a_keyring_that_keeps_failing_is_asked_less_and_less_often(
 @pytest.mark.slow
 @pytest.mark.guarantee("G-PROXY-1")
 def test_the_app_killed_while_a_proxy_holds_a_call(home: Path, tmp_path: Path) -> None:
-    fake = ready(home, "fake", listing(READ, WRITE))  # write_note: a local mutation, approve
     app = App(home, tmp_path)
+    # Configured, decided and proxied with the app's keyring, as one user's commands, app and
+    # hosts share one: the configuration is recorded with the operator key kept there.
+    fake = ready(home, "fake", listing(READ, WRITE), env=app.keyring_env)  # write_note: approve
     app.start()
     try:
 
         async def held() -> None:
-            async with proxy_session(home, "fake", hold=HOLD) as host:
+            async with proxy_session(home, "fake", hold=HOLD, env=app.keyring_env) as host:
                 answers: list[Any] = []
 
                 async def call() -> None:
