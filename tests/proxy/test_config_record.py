@@ -58,6 +58,10 @@ def test_a_hand_edit_is_not_taken_up_until_the_operator_accepts_it(
     assert write(rig, "edited").startswith(WAITS)  # a proxy started now: the recorded rules
     assert written(tmp_path) == []
 
+    shown = rig.signoff("settings", check=False)  # the rules in force, and a warning
+    assert "policy.local_mutation = approve" in shown.stdout
+    assert shown.returncode != 0 and "ConfigChangedOutside" in shown.stderr
+
     diff = rig.signoff("settings", "diff", check=False)
     assert diff.returncode == 1
     assert "differs from the configuration Signoff recorded" in diff.stdout
