@@ -1,9 +1,11 @@
 """The window for a config.toml changed outside Signoff: what differs, then accept or restore.
 
 The rules in force stay the recorded ones (core/proxy/config_record.py) until the operator
-chooses here (or with ``signoff settings accept|restore``): Accept records the file as it is
-now, once it validates; Restore writes the recorded configuration back over it. The diff is
-the recorded configuration against the file, as text, nothing in it rendered.
+chooses here (or with ``signoff settings accept|restore``): Accept records the file as it was
+shown (a file changed since is refused), once it validates; Restore writes the recorded
+configuration back over it. The diff is the recorded configuration against the file, as text,
+nothing in it rendered. The keyring is read here, on the operator's opening and clicks, with the
+deadlines of core/keyring_calls.py; the tray's own watch never reads it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import SignoffError
+from core.proxy import config as configuration
 from core.proxy import config_commands, config_record, wake
 from core.store import Store
 
@@ -77,28 +80,41 @@ class ConfigOutsideDialog(QDialog):
         self.show_state()
 
     def show_state(self) -> None:
+        self.shown = ""  # the fingerprint of the file as shown: Accept takes up that file only
         try:
             now = config_record.state(self.store, self.path)
-        except SignoffError as e:
+        except SignoffError as e:  # no trusted record: the file alone, which Accept can take up
             self._said(f"{e} [{type(e).__name__}]")
-            self.accept_button.setEnabled(False)
+            data = self._file()
+            self.why.setText(f"No configuration can be trusted. {self.path} as it is now:")
+            self.diff.setPlainText("" if data is None else data.decode("utf-8", "replace"))
+            self.shown = "" if data is None else config_record.fingerprint(data)
+            self.accept_button.setEnabled(bool(self.shown))
             self.restore_button.setEnabled(False)
             return
         self.why.setText(now.why() or f"{self.path} is the configuration Signoff recorded.")
         self.diff.setPlainText(config_commands.diff(now))
-        self.accept_button.setEnabled(now.changed_outside and now.file is not None)
+        if now.changed_outside and now.file is not None and not now.file_problem:
+            self.shown = config_record.fingerprint(now.file)
+        self.accept_button.setEnabled(bool(self.shown))
         self.restore_button.setEnabled(now.changed_outside and now.recorded is not None)
 
+    def _file(self) -> bytes | None:
+        try:
+            return configuration.read_bytes(self.path)
+        except (OSError, SignoffError):
+            return None
+
     def take_up(self) -> None:
-        self._act(config_record.accept, "accepted")
+        self._act(lambda: config_record.accept(self.store, self.path, self.shown), "accepted")
 
     def put_back(self) -> None:
-        self._act(config_record.restore, "restored")
+        self._act(lambda: config_record.restore(self.store, self.path), "restored")
 
-    def _act(self, act: Callable[[Store, Path], object], done: str) -> None:
+    def _act(self, act: Callable[[], object], done: str) -> None:
         try:
-            act(self.store, self.path)
-        except SignoffError as e:  # a file that does not validate is not accepted: say why
+            act()
+        except SignoffError as e:  # a file changed since shown, or one that does not validate
             self._said(f"{e} [{type(e).__name__}]")
             return
         log.info("configuration %s", done)

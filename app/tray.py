@@ -182,7 +182,6 @@ class TrayApp(QObject):
         self._rebuild()
 
     def _keyed(self, problem: str) -> None:
-        self.check_config()  # the key may be in memory now
         if problem != self.key_problem:
             self.key_problem = problem
             self._rebuild()
@@ -222,16 +221,13 @@ class TrayApp(QObject):
         self._retry_anchor()
 
     def check_config(self) -> None:
-        """Whether config.toml is the configuration Signoff recorded; said once when not. Only
-        with the operator key in memory (or none in use): no keyring call on this thread."""
-        if not (self.operator.cached(self.store.database_id) or self.model.unauthenticated):
-            return
+        """Whether config.toml is the configuration Signoff recorded; said once when not. From
+        the database and the file alone: no keyring call on this thread (the dialog, opened by
+        the operator, reads what is in force)."""
         try:
-            # The witness checks the database against the kept head (an alarm when cut back).
-            now = config_record.state(self.store, self.config_path, self.operator, anchored=False)
-            why = now.why()
+            why = config_record.glance(self.store, self.config_path)
         except SignoffError as e:
-            why = f"the recorded configuration cannot be checked: {e} [{type(e).__name__}]"
+            why = f"the recorded configuration cannot be read: {e} [{type(e).__name__}]"
         if why == self.config_outside:
             return
         self.config_outside = why

@@ -48,10 +48,17 @@ from core.policy import (
     PolicyRequest,
     identity_of,
 )
+from core.tools import SideEffect
 
 PATH_MAX = 4096
 MOST_NAMED = 5  # paths named in the reason; the rest are counted
-_WORDS = re.compile(r"""[^\s'"`;|&<>()]+""")
+# Words: split at white space, quotes, shell operators, commas, and (but on Windows, where it
+# follows a drive letter) the path-list separator ':'.
+_WORDS = re.compile(
+    r"""[^\s'"`;|&<>(),]+""" if sys.platform == "win32" else r"""[^\s'"`;|&<>(),:]+"""
+)
+MOST_CHECKED = 10_000  # distinct paths looked at in one request; past it, the request waits
+TOO_MANY = "(more paths than Signoff checks in one request)"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _DRIVE = re.compile(r"^[A-Za-z]:[/\\]")
 _FILE_URL = re.compile(r"^file:(?://[^/]*)?(/.*)$", re.IGNORECASE)
@@ -82,9 +89,12 @@ class OwnFiles:
                  paths.config_dir(), *paths.platform_dirs(), *more]  # fmt: skip
         return cls(tuple(dict.fromkeys(found)), cwd)
 
-    def touched(self, arguments: Any) -> tuple[str, ...]:
-        """The paths named in ``arguments`` that resolve into Signoff's folders, as they
-        resolve, sorted; none when nothing does."""
+    def touched(self, arguments: Any, *, mutating: bool = False) -> tuple[str, ...]:
+        """The paths named in ``arguments`` that resolve into Signoff's folders (or, for a
+        mutating call, that hold one: moving or deleting ``~/.config`` takes Signoff's
+        configuration with it), as they resolve, sorted; none when nothing does. A request
+        naming more than ``MOST_CHECKED`` paths is not walked to the end: it counts as
+        touching them (``TOO_MANY``), so that no request can buy its way past the check."""
         real = {_key(_real(str(f))).rstrip(os.sep) for f in self.folders}
         roots = tuple(r for r in real if r and not _DRIVE.fullmatch(r + "/"))  # never a root
         cwd = _real(str(self.cwd)) if self.cwd is not None else None
@@ -94,19 +104,26 @@ class OwnFiles:
             for path in _paths(text):
                 if path in seen:
                     continue
+                if len(seen) >= MOST_CHECKED:
+                    return (*sorted(found), TOO_MANY)
                 seen.add(path)
+                # A folder above Signoff's only as written whole (after ~): a relative word such
+                # as "home", from a server started in /, is prose far more often than a path.
+                above = mutating and os.path.isabs(path)
                 for where in _resolved(path, cwd):
-                    if _inside(_key(where), roots):
+                    if _inside(_key(where), roots) or (above and _holds(_key(where), roots)):
                         found.add(where)
         return tuple(sorted(found))
 
 
-def apply(own: OwnFiles, decision: PolicyDecision, arguments: Any) -> PolicyDecision:
+def apply(
+    own: OwnFiles, decision: PolicyDecision, arguments: Any, *, mutating: bool = False
+) -> PolicyDecision:
     """Rule 5: an allow or an approval of a request that touches Signoff's own files becomes
     an approval of kind ``own_files``; anything else stands as the policy answered."""
     if decision.outcome not in (Outcome.ALLOW, Outcome.APPROVE):
         return decision
-    touched = own.touched(arguments)
+    touched = own.touched(arguments, mutating=mutating)
     if not touched:
         return decision
     return PolicyDecision(Outcome.APPROVE, reason(touched), kind=OWN_FILES_KIND)
@@ -134,7 +151,8 @@ class OwnFilesRule:
 
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         decision = self.inner.evaluate(request)
-        return apply(self.own, decision, request.value().get("arguments"))
+        mutating = request.side_effect is not SideEffect.READ_ONLY
+        return apply(self.own, decision, request.value().get("arguments"), mutating=mutating)
 
     def identity(self) -> str:
         return behind_own_files_rule(identity_of(self.inner))
@@ -212,3 +230,9 @@ def _key(path: str) -> str:
 
 def _inside(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == root or path.startswith(root + os.sep) for root in roots)
+
+
+def _holds(path: str, roots: tuple[str, ...]) -> bool:
+    """Whether ``path`` is a folder above one of ``roots``."""
+    base = path.rstrip(os.sep) + os.sep
+    return any(root.startswith(base) for root in roots)

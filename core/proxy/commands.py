@@ -464,8 +464,10 @@ def _own_timeout(server: str | None, tool: str | None, name: str, text: str) -> 
 def settings(args: argparse.Namespace) -> int:
     path = paths.config_path()
     names = (*manage.TIMINGS, "notifications")
-    if len(args.setting) == 1 and args.setting[0] in config_commands.WORDS:
-        return config_commands.run(args.setting[0])
+    if args.setting and args.setting[0] in config_commands.WORDS:
+        if len(args.setting) > (2 if args.setting[0] == "accept" else 1):
+            return _error("usage: signoff settings diff | accept FINGERPRINT | restore")
+        return config_commands.run(*args.setting)
     if not args.setting:
         with Store.open(paths.database_path()) as store:
             now = config_record.state(store, path)  # what is in force, whatever the file says
@@ -520,25 +522,22 @@ def proxy(args: argparse.Namespace) -> int:
         format="%(asctime)s %(process)d %(levelname)s %(message)s",
     )  # fmt: skip
     with Store.open(paths.database_path()) as store:
-        problem = ""
+        problem, names = "", list(args.names)
         try:  # the rules in force are the recorded ones, whatever the file says now
             now = config_record.state(store, paths.config_path())
             config = now.config()
             if now.changed_outside:
                 logging.getLogger("signoff.proxy").error("%s", now.why())
                 print(f"signoff: {now.why()}", file=sys.stderr)
-        except SignoffError as e:  # served all the same: each call is refused, saying why
+        except SignoffError as e:
+            # Served with no server started (none is trusted) and each call refused saying why.
             problem = f"{e} [{type(e).__name__}]"
-            logging.getLogger("signoff.proxy").error("no rules in force: %s", problem)
             print(f"signoff: no rules in force, every call is refused: {problem}", file=sys.stderr)
-            try:
-                config = config_record.unverified(store, paths.config_path())
-            except SignoffError as e2:
-                return _error(str(e2), type(e2).__name__)
-        unknown = [n for n in args.names if n not in config.servers]
+            config, names = configuration.Config(), []
+        unknown = [n for n in names if n not in config.servers]
         if unknown:
             return _error(f"no server named {', '.join(unknown)} in {paths.config_path()}")
-        asyncio.run(serve(config, args.names, store, log_dir=log_dir, hold_seconds=args.hold,
+        asyncio.run(serve(config, names, store, log_dir=log_dir, hold_seconds=args.hold,
                           config_path=paths.config_path(), rules_problem=problem))  # fmt: skip
     return EXIT_OK
 

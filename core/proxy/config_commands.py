@@ -1,7 +1,8 @@
 """``signoff settings diff|accept|restore``: a config.toml changed outside Signoff.
 
-The rules in force are the recorded ones (core/proxy/config_record.py); these show how the file
-differs from them, take the file up, or put the recorded text back.
+The rules in force are the recorded ones (core/proxy/config_record.py): ``diff`` shows how the
+file differs from them and the file's fingerprint, ``accept FINGERPRINT`` takes up the file as
+it was shown (a file changed since is refused), ``restore`` puts the recorded text back.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 
 from core import paths
 from core.errors import SignoffError
+from core.proxy import config as configuration
 from core.proxy import config_record, wake
 from core.store import Store
 
@@ -32,29 +34,44 @@ def diff(now: config_record.State) -> str:
     )
 
 
-def run(word: str) -> int:
+def _file_fingerprint() -> str:
+    try:
+        return config_record.fingerprint(configuration.read_bytes(paths.config_path()))
+    except (OSError, SignoffError):
+        return ""
+
+
+def run(word: str, shown: str = "") -> int:
     path = paths.config_path()
     try:
         with Store.open(paths.database_path()) as store:
-            now = config_record.state(store, path)
-            if word == "diff":
-                if not now.changed_outside:
-                    print(f"{path} is the configuration Signoff recorded.")
-                    return 0
-                print(now.why())
-                print(diff(now), end="")
-                return 1
-            if not now.changed_outside:
-                print(f"{path} is already the configuration Signoff recorded; nothing to do.")
+            if word == "accept" and shown:  # needs no trusted record: the way out too
+                done = config_record.accept(store, path, shown)
+                print(f"accepted {path} (fingerprint {done.sha256[:16]}): its rules are in force")
+                wake.wake("config")
                 return 0
-            if word == "accept":
-                done = config_record.accept(store, path)
-                print(f"accepted {path} (sha256 {done.sha256[:16]}…): its rules are in force now")
-            else:
+            try:
+                now = config_record.state(store, path)
+            except SignoffError as e:
+                print(f"signoff: {e} [{type(e).__name__}]", file=sys.stderr)
+                if word != "restore" and (fp := _file_fingerprint()):
+                    print(f"To take up {path} as it is now (fingerprint {fp}), after reading"
+                          f" it:\n  signoff settings accept {fp}")  # fmt: skip
+                return 2
+            if not now.changed_outside:
+                print(f"{path} is the configuration Signoff recorded; nothing to do.")
+                return 0
+            if word == "restore":
                 done = config_record.restore(store, path)
                 print(f"restored {path} to the configuration recorded {done.at} by {done.by}")
+                wake.wake("config")
+                return 0
+            print(now.why())
+            print(diff(now), end="")
+            if now.file is not None and not now.file_problem:
+                fp = config_record.fingerprint(now.file)
+                print(f"To take this file up (fingerprint {fp}):\n  signoff settings accept {fp}")
+            return 1
     except SignoffError as e:
         print(f"signoff: {e} [{type(e).__name__}]", file=sys.stderr)
         return 2
-    wake.wake("config")
-    return 0

@@ -10,28 +10,30 @@ Rules:
    it, and each file the operator accepts: a ``config.recorded`` event of no run carrying the
    file's text, its SHA-256 over the bytes, who, when and why, authenticated like a decision
    (core/operator_key.py rules 2 and 4): HMAC-SHA-256 under the database's operator key over
-   ``{"v", "database", "sha256", "by", "at", "why"}``; no MAC only in unauthenticated mode
-   with no key, and such a record counts only while that holds.
-2. The configuration in force is the text of the latest record whose MAC verifies; a record
-   that does not is passed over and named. A file whose bytes differ from it (a hand edit, an
-   agent's write, an old copy put back, a file gone or unreadable) changes nothing: it is
-   "changed outside Signoff" until the operator accepts it (``accept``: recorded once it
-   validates) or restores the recorded text (``restore``). Signoff changes a file that differs
-   from its record only by ``restore``: an edit through it is refused (``ConfigChangedOutside``),
-   so that it never records someone else's change along with its own.
-3. A database with no record at all takes the file up as it is and records it (``first
-   seen``): a configuration written before this rule, or by hand before the first start. A
-   database whose records all fail to verify has nothing it can trust: ``ConfigUnrecorded``.
-4. The configuration Signoff uses (``paths.config_path()``) is governed by the database it uses
-   (``paths.database_path()``); an ``Editor`` of another file records nothing.
-5. Edits are serialised by a lock beside the file, and a file changed since the editor read it
-   is not overwritten.
-6. A record is anchored like an approved side effect (core/anchor.py): the chain's head that
-   holds it is kept in the keyring, and the records are read only from a database that still
-   holds the kept head. A database cut back to before a record, or a copy restored from then,
-   would otherwise bring back the rules of an older record (or none, so "first seen"):
-   ``DatabaseRestored``. A keyring that cannot keep or read the head is logged, not fatal: the
-   records are signed all the same, and the tray's witness keeps the head when it can.
+   ``{"v", "database", "seq", "sha256", "by", "at", "why"}``, ``seq`` being the event's own
+   place in the chain (a signed record copied into another event does not verify); no MAC only
+   in unauthenticated mode with no key, and such a record counts only while that holds.
+2. The latest record is also kept in the OS keyring (``config-head:<database id>``: its
+   ``seq`` and SHA-256), moved forward only. The configuration in force is the text of the
+   latest record whose MAC verifies, at or after the kept one; the kept one must be in the
+   chain and verify. Hiding records (an event renamed, rows deleted, the database cut back)
+   would otherwise bring back an older, looser configuration, or none and so "first seen":
+   that is ``ConfigUnrecorded``, and nothing runs until the operator accepts a file.
+3. config.toml is where the operator edits: a file whose bytes differ from the configuration in
+   force (a hand edit, an agent's write, an old copy put back, a file gone or unreadable)
+   changes nothing. It is "changed outside Signoff" until the operator accepts it (``accept``,
+   bound to the fingerprint of the file the operator was shown, recorded once it validates)
+   or restores the recorded text (``restore``). Signoff changes a file that differs from its
+   record only by ``restore``: an edit through it is refused (``ConfigChangedOutside``), so
+   that it never records someone else's change along with its own. ``accept`` is also the way
+   out when no record can be trusted.
+4. A database with no record, and none kept in the keyring, takes the file up as it is and
+   records it (``first seen``): a configuration written before this rule, or by hand before
+   the first start.
+5. The configuration Signoff uses (``paths.config_path()``) is governed by the database it uses
+   (``paths.database_path()``); an ``Editor`` of another file records nothing. Edits are
+   serialised by a lock beside the file, and a file changed since the editor read it is not
+   overwritten.
 """
 
 from __future__ import annotations
@@ -39,16 +41,16 @@ from __future__ import annotations
 import getpass
 import hashlib
 import hmac
+import json
 import logging
 import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from core import canonical, operator_key, paths, private_files
-from core.anchor import Anchor
+from core import canonical, keyring_calls, operator_key, paths, private_files
 from core.canonical import JSONValue
 from core.errors import (
     ConfigChangedOutside,
@@ -56,7 +58,6 @@ from core.errors import (
     ConfigUnrecorded,
     JSONRefused,
     LockTimeout,
-    NotAnchored,
     OperatorKeyUnavailable,
     SignoffError,
 )
@@ -68,8 +69,9 @@ from core.store import Store, utc_now
 log = logging.getLogger("signoff.config")
 
 KIND = "config.recorded"
-VERSION = "signoff.config.v1"
+VERSION = "signoff.config.v2"
 LOCK_SECONDS = 10.0
+FINGERPRINT = 16  # hex digits of a file's SHA-256 that ``accept`` must be given
 
 
 @dataclass(frozen=True)
@@ -102,10 +104,8 @@ class State:
 
     @property
     def file_text(self) -> str:
-        """The file as text, for showing (bytes that are not UTF-8 replaced and said)."""
-        if self.file is None:
-            return ""
-        return self.file.decode("utf-8", errors="replace")
+        """The file as text, for showing (bytes that are not UTF-8 replaced)."""
+        return "" if self.file is None else self.file.decode("utf-8", errors="replace")
 
     def config(self) -> configuration.Config:
         if self.recorded is None:
@@ -126,8 +126,8 @@ class State:
         since = f" (recorded {self.recorded.at} by {self.recorded.by})" if self.recorded else ""
         return (
             f"{self.path} {what}{since}: the recorded rules stay in force. Run `signoff settings"
-            " accept` to take the file up, or `signoff settings restore` to put the recorded one"
-            " back."
+            " diff` to see the difference and take the file up, or `signoff settings restore` to"
+            " put the recorded one back."
         )
 
 
@@ -135,29 +135,103 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _fields(database_id: str, digest: str, by: str, at: str, why: str) -> dict[str, JSONValue]:
-    return {"v": VERSION, "database": database_id, "sha256": digest, "by": by, "at": at,
-            "why": why}  # fmt: skip
+def _fields(
+    database_id: str, seq: int, digest: str, by: str, at: str, why: str
+) -> dict[str, JSONValue]:
+    return {"v": VERSION, "database": database_id, "seq": seq, "sha256": digest, "by": by,
+            "at": at, "why": why}  # fmt: skip
 
 
 def operator() -> str:
     return f"operator:{getpass.getuser()}"
 
 
+# --- the record kept in the keyring (rule 2) --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kept:
+    seq: int
+    sha256: str
+
+
+def _kept_user(database_id: str) -> str:
+    return f"config-head:{database_id}"
+
+
+def _keyring() -> Any:
+    backend = keyring_calls.backend()
+    from keyring.backends import fail
+
+    return None if isinstance(backend, fail.Keyring) else backend
+
+
+def load_kept(database_id: str) -> Kept | None:
+    """The record kept in the keyring; None when none is (or the machine has no keyring);
+    ``OperatorKeyUnavailable`` when the keyring fails."""
+    try:
+        backend = _keyring()
+        text = (
+            None
+            if backend is None
+            else keyring_calls.call(
+                lambda: backend.get_password(operator_key.SERVICE, _kept_user(database_id))
+            )
+        )
+    except Exception as e:  # any backend failure: what is kept cannot be read
+        raise OperatorKeyUnavailable(
+            f"the recorded configuration's place cannot be read from the OS keyring:"
+            f" {keyring_calls.describe(e)}"
+        ) from None
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+        return Kept(int(value["seq"]), str(value["sha256"]))
+    except (ValueError, KeyError, TypeError):
+        raise ConfigUnrecorded("the OS keyring's entry for the recorded configuration is not"
+                               " Signoff's") from None  # fmt: skip
+
+
+def _keep(store: Store, record: Recorded, *, anyway: bool = False) -> None:
+    """Move the kept record forward to ``record`` (never back, unless ``anyway``: the
+    operator's accept, which is the way out of a database cut back); logged when it cannot
+    be."""
+    lock = store.path.with_name(store.path.name + ".lock")  # the operator key's lock too
+    try:
+        with locked(lock, LOCK_SECONDS):
+            kept = load_kept(store.database_id)
+            if kept is not None and kept.seq >= record.seq and not anyway:
+                return
+            backend = _keyring()
+            if backend is None:
+                return
+            text = json.dumps({"seq": record.seq, "sha256": record.sha256})
+            keyring_calls.call(
+                lambda: backend.set_password(
+                    operator_key.SERVICE, _kept_user(store.database_id), text
+                )
+            )
+    except Exception as e:  # the record stands in the chain; the next reader keeps it
+        log.warning("the recorded configuration is not kept in the keyring yet: %s", e)
+
+
 # --- reading the record ------------------------------------------------------------------------
 
 
-def latest(conn: sqlite3.Connection, database_id: str, keys: OperatorKey) -> tuple[
-    Recorded | None, tuple[str, ...]
-]:  # fmt: skip
-    """The latest record whose MAC verifies (rule 2), and what was passed over on the way.
-    ``ConfigUnrecorded`` when there are records and none verifies (rule 3)."""
+def latest(
+    conn: sqlite3.Connection, database_id: str, keys: OperatorKey, kept: Kept | None
+) -> tuple[Recorded | None, tuple[str, ...]]:
+    """The configuration in force (rules 1 and 2), and the records passed over on the way.
+    ``ConfigUnrecorded`` when it cannot be trusted."""
     rows = conn.execute(
         "SELECT seq, payload, at FROM events WHERE run_id IS NULL AND kind = ? ORDER BY seq DESC",
         (KIND,),
     ).fetchall()
     passed: list[str] = []
     for seq, text, at in rows:
+        if kept is not None and seq < kept.seq:
+            break
         problem = _problem(conn, database_id, keys, seq, text, at)
         if problem:
             passed.append(f"event {seq}: {problem}")
@@ -165,13 +239,37 @@ def latest(conn: sqlite3.Connection, database_id: str, keys: OperatorKey) -> tup
         payload = canonical.loads(text)
         assert isinstance(payload, dict)
         body, digest, by, why = (str(payload[k]) for k in ("text", "sha256", "by", "why"))
-        return Recorded(seq, body, digest, by, at, why), tuple(passed)
+        found = Recorded(seq, body, digest, by, at, why)
+        if kept is not None and not _holds_kept(conn, database_id, keys, kept):
+            break
+        return found, tuple(passed)
+    if kept is not None:
+        raise ConfigUnrecorded(
+            f"the configuration recorded last (event {kept.seq}, as the OS keyring keeps it) is"
+            " not in the database as it was recorded"
+            + (f" ({'; '.join(passed)})" if passed else "")
+            + ": the database was cut back or altered. No rules can be trusted until you"
+            " take up a configuration: `signoff settings diff`, then `signoff settings accept`."
+        )
     if passed:
         raise ConfigUnrecorded(
             "the database holds configurations none of which is authenticated by this"
-            f" database's operator key ({'; '.join(passed)}): no rules can be trusted."
+            f" database's operator key ({'; '.join(passed)}): no rules can be trusted until"
+            " you take up a configuration: `signoff settings diff`, then `signoff settings"
+            " accept`."
         )
     return None, ()
+
+
+def _holds_kept(conn: sqlite3.Connection, database_id: str, keys: OperatorKey, kept: Kept) -> bool:
+    row = conn.execute(
+        "SELECT payload, at FROM events WHERE seq = ? AND run_id IS NULL AND kind = ?",
+        (kept.seq, KIND),
+    ).fetchone()
+    if row is None or _problem(conn, database_id, keys, kept.seq, row[0], row[1]):
+        return False
+    payload = canonical.loads(row[0])
+    return isinstance(payload, dict) and payload.get("sha256") == kept.sha256
 
 
 def generation(conn: sqlite3.Connection) -> int:
@@ -193,10 +291,9 @@ def _problem(
     if not isinstance(payload, dict):
         return "malformed"
     body, digest, by, why = (payload.get(k) for k in ("text", "sha256", "by", "why"))
-    if not all(isinstance(v, str) for v in (body, digest, by, why)):
+    if not (isinstance(body, str) and isinstance(digest, str) and isinstance(by, str)
+            and isinstance(why, str)):  # fmt: skip
         return "malformed"
-    assert isinstance(body, str) and isinstance(digest, str)
-    assert isinstance(by, str) and isinstance(why, str)
     if sha256(body.encode("utf-8")) != digest:
         return "its text does not hash to its SHA-256"
     sent = payload.get("mac")
@@ -213,7 +310,7 @@ def _problem(
             "the OS keyring holds no operator key for this database, so the recorded"
             " configuration cannot be checked"
         )
-    expected = operator_key.mac(key, _fields(database_id, digest, by, at, why))
+    expected = operator_key.mac(key, _fields(database_id, seq, digest, by, at, why))
     if payload.get("key") != operator_key.key_id(key) or not isinstance(sent, str):
         return "signed with another key"
     if not hmac.compare_digest(sent, expected):
@@ -230,75 +327,65 @@ def _file(path: Path) -> tuple[bytes | None, str]:
         return None, f"{e} [{type(e).__name__}]"
 
 
-_anchor: Anchor | None = None
-_anchor_guard = threading.Lock()
-
-
-def _default_anchor() -> Anchor:
-    """One per process, so the kept head is read from the keyring once."""
-    global _anchor
-    with _anchor_guard:
-        if _anchor is None:
-            from core.heads import KeyringHeadStore
-
-            _anchor = Anchor(KeyringHeadStore())
-        return _anchor
-
-
-def _check_anchor(store: Store, anchor: Anchor) -> None:
-    """Rule 6: ``DatabaseRestored`` when the database no longer holds the kept head."""
-    try:
-        anchor.check(store)
-    except NotAnchored as e:
-        log.warning("the configuration's record is read without the kept head: %s", e)
-
-
-def state(
-    store: Store, path: Path, keys: OperatorKey | None = None, *, anchored: bool = True
-) -> State:
+def state(store: Store, path: Path, keys: OperatorKey | None = None) -> State:
     """The configuration in force and the file beside it; a database with nothing recorded
-    records the file first (rule 3). ``DatabaseRestored`` from a database cut back (rule 6);
-    ``anchored=False`` leaves that to the caller (the tray, whose witness checks the head on a
-    thread of its own)."""
+    records the file first (rule 4)."""
     keys = keys or operator_key.default()
-    if anchored:
-        _check_anchor(store, _default_anchor())
+    kept = load_kept(store.database_id)
     with store.snapshot() as conn:
-        recorded, passed = latest(conn, store.database_id, keys)
+        recorded, passed = latest(conn, store.database_id, keys, kept)
     data, problem = _file(path)
     if recorded is None and data is not None and not problem:
         configuration.load_text(path, configuration.decode(path, data))  # must validate
         recorded = record(store, data, why="first seen", keys=keys)
+    elif recorded is not None and (kept is None or kept.seq < recorded.seq):
+        _keep(store, recorded)
     return State(path, recorded, data, problem, passed)
 
 
-def unverified(store: Store, path: Path) -> configuration.Config:
-    """The configuration to start servers from when the one in force cannot be established
-    (a keyring that fails, a database cut back): the latest record's text as it stands, else
-    the file. Nothing may run on it: the caller refuses every call until ``state`` answers."""
+def glance(store: Store, path: Path) -> str:
+    """Whether the file is the latest recorded configuration, from the database and the file
+    alone (no keyring call: for the tray's UI thread); "" when it is, else why not. What is in
+    force is decided by ``state``; this only notices an edit."""
     with store.snapshot() as conn:
         row = conn.execute(
             "SELECT payload FROM events WHERE run_id IS NULL AND kind = ? ORDER BY seq DESC"
             " LIMIT 1",
             (KIND,),
         ).fetchone()
-    if row is not None:
-        try:
-            payload = canonical.loads(row[0])
-            if isinstance(payload, dict) and isinstance(payload.get("text"), str):
-                return configuration.load_text(path, str(payload["text"]))
-        except (JSONRefused, ConfigError):
-            pass
-    return configuration.load(path)
+    data, problem = _file(path)
+    if problem:
+        return f"{path} cannot be read ({problem})"
+    try:
+        payload = canonical.loads(row[0]) if row is not None else None
+    except JSONRefused:
+        payload = None
+    digest = payload.get("sha256") if isinstance(payload, dict) else None
+    if digest is None:
+        return "" if row is None else f"{path}: the recorded configuration cannot be read"
+    if data is None:
+        return f"{path} is gone: the recorded rules stay in force"
+    if sha256(data) != digest:
+        return (
+            f"{path} differs from the configuration Signoff recorded: the recorded rules stay"
+            " in force"
+        )
+    return ""
 
 
 # --- recording -----------------------------------------------------------------------------
 
 
 def record(
-    store: Store, data: bytes, *, why: str, by: str | None = None, keys: OperatorKey | None = None
+    store: Store,
+    data: bytes,
+    *,
+    why: str,
+    by: str | None = None,
+    keys: OperatorKey | None = None,
+    anyway: bool = False,
 ) -> Recorded:
-    """Record ``data`` as the configuration in force (rule 1)."""
+    """Record ``data`` as the configuration in force (rule 1), and keep its place (rule 2)."""
     from core.transitions import record_config_change
 
     keys = keys or operator_key.default()
@@ -313,40 +400,40 @@ def record(
         ) from None
     by, at, digest = by or operator(), utc_now(), sha256(data)
     payload: dict[str, JSONValue] = {"text": text, "sha256": digest, "by": by, "why": why}
-    if key is not None:
-        payload["key"] = operator_key.key_id(key)
-        payload["mac"] = operator_key.mac(key, _fields(store.database_id, digest, by, at, why))
-    anchor = _default_anchor()
-    _check_anchor(store, anchor)
     with store.transaction("configuration recorded") as tx:
+        seq = int(tx.conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]) + 1
+        if key is not None:  # over its own place: a copy into another event does not verify
+            payload["key"] = operator_key.key_id(key)
+            payload["mac"] = operator_key.mac(
+                key, _fields(store.database_id, seq, digest, by, at, why)
+            )
         record_config_change(tx, KIND, payload, at=at)
-        seq = tx.conn.execute("SELECT max(seq) FROM events").fetchone()[0]
-    try:
-        anchor.advance(store, store.head())
-    except NotAnchored as e:
-        log.warning("the recorded configuration's head is not kept yet: %s", e)
-    return Recorded(int(seq), text, digest, by, at, why)
+    recorded = Recorded(seq, text, digest, by, at, why)
+    _keep(store, recorded, anyway=anyway)
+    return recorded
 
 
 def governs(path: Path) -> bool:
-    """Whether ``path`` is the configuration the database records (rule 4)."""
+    """Whether ``path`` is the configuration the database records (rule 5)."""
     return path.absolute() == paths.config_path().absolute()
 
 
 @contextmanager
 def _editing(path: Path) -> Iterator[None]:
     try:
+        private_files.make_dir(path.parent)
         with locked(path.with_name(path.name + ".lock"), LOCK_SECONDS):
             yield
     except LockTimeout as e:
         raise ConfigError(f"{path}: another change is being saved: {e}") from None
+    except OSError as e:  # a folder where the lock or the file belongs, a full disk
+        raise ConfigError(f"{path}: cannot be changed: {e.strerror or e}") from None
 
 
 def save(path: Path, read: bytes | None, text: str) -> None:
     """Write ``text`` as the configuration, recorded first when the database governs it; the
-    file must still be ``read``, what the editor read (rule 5), and, governed, be the recorded
-    configuration (rule 2)."""
-    private_files.make_dir(path.parent)
+    file must still be ``read``, what the editor read, and, governed, be the configuration in
+    force (rule 3)."""
     with _editing(path):
         now, problem = _file(path)
         if problem:
@@ -362,16 +449,28 @@ def save(path: Path, read: bytes | None, text: str) -> None:
         private_files.write_text(path, text)
 
 
-def accept(store: Store, path: Path, *, by: str | None = None) -> Recorded:
-    """Take the file up as it is now: recorded, once it validates (rule 2)."""
+def fingerprint(data: bytes) -> str:
+    return sha256(data)[:FINGERPRINT]
+
+
+def accept(store: Store, path: Path, shown: str, *, by: str | None = None) -> Recorded:
+    """Take the file up as the operator was shown it (``shown``: its fingerprint, or more of
+    its SHA-256): recorded once it validates (rule 3). Needs no trusted record: it is also the
+    way out when none can be trusted."""
     with _editing(path):
         data, problem = _file(path)
         if problem:
             raise ConfigError(problem)
         if data is None:
             raise ConfigError(f"{path}: there is no file to accept")
+        shown = shown.strip().lower()
+        if len(shown) < FINGERPRINT or not sha256(data).startswith(shown):
+            raise ConfigChangedOutside(
+                f"{path} is not the file you were shown (fingerprint {shown or 'none'}; the file"
+                f" now: {fingerprint(data)}): look at it again before taking it up"
+            )
         configuration.load_text(path, configuration.decode(path, data))
-        recorded = record(store, data, why="accepted", by=by)
+        recorded = record(store, data, why="accepted", by=by, anyway=True)
         # Written again (the same bytes, a new file): running proxies see it changed and
         # take up the record.
         private_files.write_text(path, configuration.decode(path, data))
@@ -379,7 +478,7 @@ def accept(store: Store, path: Path, *, by: str | None = None) -> Recorded:
 
 
 def restore(store: Store, path: Path) -> Recorded:
-    """Put the recorded configuration back in the file (rule 2)."""
+    """Put the recorded configuration back in the file (rule 3)."""
     with _editing(path):
         current = state(store, path)
         if current.recorded is None:

@@ -14,7 +14,8 @@ Rules:
    and the server receives are exactly the ones the host wrote. JSON that is not a JSON-RPC
    message (a params that is not an object, a method that is not a string) is refused with the
    SDK's reason: ``INVALID_REQUEST``.
-3. A refused request is answered with a JSON-RPC error naming why, to the id read from the
+3. A refused request is answered with a JSON-RPC error naming why (to a null id when its id
+   cannot be read exactly: a float, a boolean, an integer beyond 2^53), to the id read from the
    line's top level (``rawjson.top_level``, no recursion, as far as the text reads; for a line
    too long, also backward from its end, where some hosts write the id). A line with no id to
    answer (a notification, a response, or too broken to tell) is refused unanswered: the proxy
@@ -64,16 +65,18 @@ def read_line(line: bytes) -> SessionMessage | Refused | None:
         value = canonical.loads(line)
     except JSONRefused as e:
         return _refused(line, PARSE_ERROR, f"{e} [{type(e).__name__}]")
+    request_id = value.get("id") if isinstance(value, dict) else None
+    request = isinstance(value, dict) and _is_request(value)
+    if request and _valid_id(request_id) is None:  # the SDK would take it for a notification
+        why = "not a JSON-RPC message: id: must be a string or an integer"
+        return Refused(why, _answer(True, None, INVALID_REQUEST, why))
     try:
         message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(part) for part in first["loc"][1:]) or "the message"
         why = f"not a JSON-RPC message: {where}: {first['msg']}"
-        request_id = (
-            _valid_id(value["id"]) if isinstance(value, dict) and _is_request(value) else None
-        )
-        return Refused(why, _answer(request_id, INVALID_REQUEST, why))
+        return Refused(why, _answer(request, _valid_id(request_id), INVALID_REQUEST, why))
     return SessionMessage(message)
 
 
@@ -87,11 +90,11 @@ def too_long(head: bytes, tail: bytes = b"") -> Refused:
     members = _members(head[:MAX_LINE])
     for key, raw in rawjson.top_level_tail(tail[-TAIL:].rstrip(b"\r\n")).items():
         members.setdefault(key, raw)
-    return Refused(why, _answer(_request_id(members), PARSE_ERROR, why))
+    return Refused(why, _answer(*_request_id(members), PARSE_ERROR, why))
 
 
 def _refused(line: bytes, code: int, why: str) -> Refused:
-    return Refused(why, _answer(_request_id(_members(line)), code, why))
+    return Refused(why, _answer(*_request_id(_members(line)), code, why))
 
 
 def _members(line: bytes) -> dict[str, bytes]:
@@ -101,19 +104,22 @@ def _members(line: bytes) -> dict[str, bytes]:
         return {}
 
 
-def _request_id(members: dict[str, bytes]) -> int | str | None:
-    """The id of a request (a message with an id and a method), as exactly written, or None:
-    an id Signoff cannot read exactly is not echoed."""
+def _request_id(members: dict[str, bytes]) -> tuple[bool, int | str | None]:
+    """Whether the line is a request to answer (it has an id and a method), and its id as
+    exactly written: None when Signoff cannot read it exactly, answered then with a null id,
+    as JSON-RPC says for an id that cannot be told."""
     if "method" not in members or "id" not in members:
-        return None
+        return False, None
     try:
-        return _valid_id(canonical.loads(members["id"]))
+        return True, _valid_id(canonical.loads(members["id"]))
     except JSONRefused:
-        return None
+        return True, None
 
 
-def _answer(request_id: int | str | None, code: int, why: str) -> types.JSONRPCError | None:
-    if request_id is None:
+def _answer(
+    answered: bool, request_id: int | str | None, code: int, why: str
+) -> types.JSONRPCError | None:
+    if not answered:
         return None
     text = f"Signoff's proxy cannot read this request, so nothing was run: {why}"
     return types.JSONRPCError(

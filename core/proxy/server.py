@@ -90,7 +90,10 @@ class ProxyRules:
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         decision = self.inner.evaluate(request)
         if self.own_files is not None:
-            decision = apply_own_files(self.own_files, decision, request.value()["arguments"])
+            decision = apply_own_files(
+                self.own_files, decision, request.value()["arguments"],
+                mutating=request.side_effect is not SideEffect.READ_ONLY,
+            )  # fmt: skip
         if decision.kind == OWN_FILES_KIND:  # says what it touches: the stronger word
             return decision
         if self.duplicate_of is not None and decision.outcome in (Outcome.ALLOW, Outcome.APPROVE):
@@ -119,10 +122,12 @@ class Proxy:
         rules_problem: str = "",
     ) -> None:
         """``rules_problem``: why the configuration in force could not be established at start
-        (``config`` is then the unverified one, to start the servers): every call is refused,
-        saying why, until it can be and its servers and tools are ``config``'s."""
+        (``config`` then names no server): every call is refused, saying why, for the proxy's
+        life."""
         self.config = config
         self.rules_problem = rules_problem
+        if rules_problem:
+            log.error("no rules in force, every call is refused: %s", rules_problem)
         self._timeouts = config  # the servers' and tools' own call timeouts, as last read
         self.config_path = config_path
         self._hold_given = hold_seconds is not None
@@ -218,7 +223,7 @@ class Proxy:
         if self.config_path is None:
             return False
         now = self._config_generation()
-        if now == self._config_stamp and not self.rules_problem:
+        if now == self._config_stamp or self.rules_problem:
             return False
         self._config_stamp = now
         try:
@@ -226,22 +231,9 @@ class Proxy:
             new = state.config()
         except SignoffError as e:
             log.error("the rules in force cannot be read; they stay as they were: %s", e)
-            if self.rules_problem:
-                self.rules_problem = f"{e} [{type(e).__name__}]"
             return False
         if state.changed_outside:
             log.error("%s", state.why())
-        if self.rules_problem:
-            # Started on a configuration that could not be checked: its tools stay refused
-            # unless they are the recorded ones (the tool set is fixed at start).
-            if new.servers != self.config.servers:
-                self.rules_problem = (
-                    "the recorded configuration's servers and tools differ from those this"
-                    " proxy started with; the host must start it again [ConfigChangedOutside]"
-                )
-                return False
-            log.info("the rules in force are established again")
-            self.rules_problem = ""
         self.policy.inner = new.policy()
         self.config = dataclasses.replace(
             self.config,
@@ -303,7 +295,8 @@ class Proxy:
         if self.rules_problem:
             return answers.text(
                 f"Signoff: this call did not run: the operator's rules cannot be established:"
-                f" {self.rules_problem}",
+                f" {self.rules_problem}. Once that is put right, the host must start Signoff"
+                " again.",
                 error=True,
             )
         exposed = self.exposed.get(name)
@@ -352,12 +345,15 @@ class Proxy:
                 return self.recall.collect_answer(exposed, run_id)
         # The last run of this call that may have taken effect, not the last run: a rejected
         # duplicate in between must not let the next identical call through on policy alone.
-        # Any host's (rule 4): the effect is the same whoever asked.
+        # Any host's (rule 4): the effect is the same whoever asked. Another host's run in
+        # flight is looked for first: one that ends between the two reads is then seen ended
+        # (a run only ever moves from in flight to ended), never missed by both.
         mutating = exposed.state.side_effect in MUTATING
+        since = self.recall.in_flight(key, host.id) if mutating else None
         completed = self.recall.last_effect(key) if mutating else None
         if completed is not None and self._within_window(completed):
             duplicate_of = completed
-        elif mutating and (since := self.recall.in_flight(key, host.id)) is not None:
+        elif since is not None:
             duplicate_of = f"{since} (another host's identical call, not ended yet)"
         run_id = f"call-{secrets.token_hex(8)}"
         try:

@@ -85,3 +85,20 @@ def test_a_file_that_does_not_validate_is_not_accepted_and_the_alarm_stays(
     config.unlink()  # a file that is gone is changed outside too: the recorded rules stay
     tray.sweep()
     assert "is gone" in tray.config_outside
+
+
+def test_accept_takes_up_only_the_file_the_operator_was_shown(
+    store: Store, home: Path, tray: TrayApp, qtbot
+) -> None:
+    config = home / "config.toml"
+    recorded = config.read_bytes()
+    config.write_bytes(recorded + b"# tidy\n")
+    tray.sweep()
+    dialog = tray.open_config_outside()
+    assert "+# tidy" in dialog.diff.toPlainText()
+    config.write_bytes(recorded + b'\n[policy]\nlocal_mutation = "allow"\n')  # after the look
+    dialog.accept_button.click()
+    assert "ConfigChangedOutside" in dialog.problem.text()
+    assert tray.config_outside != ""
+    shown = run_signoff("settings", home=home).stdout
+    assert "policy.local_mutation = approve" in shown

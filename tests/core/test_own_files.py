@@ -161,3 +161,35 @@ def test_a_librarys_gate_with_the_rule_waits_and_a_recheck_sees_no_difference(
 
 def test_the_filesystems_root_is_never_taken_for_signoffs_folder() -> None:
     assert OwnFiles((Path("/"),)).touched({"p": "/etc/passwd"}) == ()
+
+
+@pytest.mark.guarantee("G-FILES-2")
+def test_a_folder_above_signoffs_counts_for_a_mutating_call_and_lists_are_split(
+    folders: OwnFiles, tmp_path: Path
+) -> None:
+    """Moving or deleting ~/.config takes Signoff's configuration with it; a path list hides
+    nothing behind a comma or a colon."""
+    config = tmp_path / "user/.config/signoff"
+    move = {"source": "/tmp/evil", "destination": "~/.config"}
+    assert folders.touched(move, mutating=True) == (str(tmp_path / "user/.config"),)
+    assert folders.touched(move) == ()  # listing ~/.config reads no Signoff file
+    for joined in (f"/etc/hosts,{config}/config.toml", f"/etc:{config}/config.toml"):
+        assert folders.touched({"paths": joined}) == (str(config / "config.toml"),), joined
+
+
+@pytest.mark.guarantee("G-FILES-2")
+def test_a_request_naming_more_paths_than_are_checked_waits(folders: OwnFiles) -> None:
+    from core.own_files import MOST_CHECKED, TOO_MANY
+
+    words = " ".join(f"/tmp/n{i}" for i in range(MOST_CHECKED + 1))
+    assert folders.touched({"text": words})[-1] == TOO_MANY
+    assert folders.touched({"text": "/tmp/a /tmp/b"}) == ()
+
+
+def test_a_relative_word_is_never_taken_for_a_folder_above(tmp_path: Path) -> None:
+    """A server started above the home (as some hosts start them, in /): "home" in a commit
+    message is prose."""
+    own = OwnFiles((tmp_path / "home/user/.config/signoff",), cwd=tmp_path)
+    (tmp_path / "home/user/.config/signoff").mkdir(parents=True)
+    assert own.touched({"message": "update the home page"}, mutating=True) == ()
+    assert own.touched({"path": str(tmp_path / "home")}, mutating=True) == (str(tmp_path / "home"),)

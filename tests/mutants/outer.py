@@ -57,11 +57,29 @@ OUTER: tuple[Mutation, ...] = (
         "the proxy lets an allow rule run a call on signoffs own files",
         "G-FILES-2",
         "core/proxy/server.py",
-        "            decision = apply_own_files(self.own_files, decision,"
-        ' request.value()["arguments"])\n',
-        "            pass\n",
+        "            decision = apply_own_files(\n",
+        "            _ = apply_own_files(\n",
         "a read or a write of config.toml or the database runs under an allow rule, unasked",
         "tests/proxy/test_own_files.py::test_a_read_or_write_of_signoffs_own_files_waits_under_an_allow_rule",
+    ),
+    Mutation(
+        "moving a folder above Signoff's is not its own files",
+        "G-FILES-2",
+        "core/own_files.py",
+        "                above = mutating and os.path.isabs(path)\n",
+        "                above = False\n",
+        "an agent moves ~/.config away with Signoff's configuration in it, unasked",
+        "tests/core/test_own_files.py::"
+        "test_a_folder_above_signoffs_counts_for_a_mutating_call_and_lists_are_split",
+    ),
+    Mutation(
+        "a request naming very many paths is checked to the end on the event loop",
+        "G-FILES-2",
+        "core/own_files.py",
+        "                if len(seen) >= MOST_CHECKED:\n",
+        "                if False:\n",
+        "a request of a million words stalls the proxy, and one past the check runs",
+        "tests/core/test_own_files.py::test_a_request_naming_more_paths_than_are_checked_waits",
     ),
     Mutation(
         "a re-call finds another host's run",
@@ -85,8 +103,8 @@ OUTER: tuple[Mutation, ...] = (
         "another host's run not ended is no duplicate",
         "G-PROXY-4",
         "core/proxy/server.py",
-        "elif mutating and (since := self.recall.in_flight(key, host.id)) is not None:",
-        "elif False and (since := self.recall.in_flight(key, host.id)) is not None:",
+        "        elif since is not None:\n",
+        "        elif False:\n",
         "a second host's identical write runs (or asks as a first approval) while the first"
         " host's approved or running one may take effect",
         "tests/proxy/test_host_isolation.py::test_a_host_neither_sees_nor_collects_another_hosts_request[another-application]",
@@ -168,14 +186,24 @@ OUTER: tuple[Mutation, ...] = (
         "tests/proxy/test_config_record.py::test_a_record_forged_in_the_database_is_passed_over",
     ),
     Mutation(
-        "the recorded configuration is read from a database cut back",
+        "the recorded configuration's place is not kept in the keyring",
         "G-CONFIG-2",
         "core/proxy/config_record.py",
-        "    if anchored:\n        _check_anchor(store, _default_anchor())",
-        "    if False:\n        _check_anchor(store, _default_anchor())",
-        "deleting the latest records brings back an older, looser configuration",
+        "    kept = load_kept(store.database_id)\n    with store.snapshot() as conn:",
+        "    kept = None\n    with store.snapshot() as conn:",
+        "hiding the records in the database makes the file 'first seen', or an older one in force",
         "tests/proxy/test_config_record.py::"
-        "test_a_database_cut_back_to_before_the_latest_record_brings_back_no_older_rules",
+        "test_records_hidden_or_copied_in_the_database_bring_back_no_older_rules[deleted]",
+    ),
+    Mutation(
+        "a record's MAC does not cover its place in the chain",
+        "G-CONFIG-2",
+        "core/proxy/config_record.py",
+        '"seq": seq, "sha256": digest',
+        '"seq": 0, "sha256": digest',
+        "an older signed record copied into a newer event is taken for the latest",
+        "tests/proxy/test_config_record.py::"
+        "test_a_signed_record_copied_into_a_newer_event_does_not_verify",
     ),
     # --- the host files ----------------------------------------------------------------------
     Mutation(

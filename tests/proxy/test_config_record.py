@@ -6,11 +6,13 @@ Secret Service holding the operator key, and the fake server's own log of what i
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import anyio
 import pytest
 
+from core import canonical
 from core.canonical import JSONValue
 from core.store import Store, utc_now
 from core.transitions import record_config_change
@@ -76,7 +78,13 @@ def test_a_hand_edit_is_not_taken_up_until_the_operator_accepts_it(
     assert config.read_bytes() == recorded
 
     config.write_bytes(recorded + ALLOW_WRITES.encode())
-    accepted = rig.signoff("settings", "accept")
+    shown = rig.signoff("settings", "diff", check=False).stdout
+    fingerprint = shown.rsplit("signoff settings accept ", 1)[1].strip()
+    config.write_bytes(recorded + ALLOW_WRITES.encode() + b"# changed after it was shown\n")
+    late = rig.signoff("settings", "accept", fingerprint, check=False)
+    assert late.returncode != 0 and "ConfigChangedOutside" in late.stderr  # not what was shown
+    config.write_bytes(recorded + ALLOW_WRITES.encode())
+    accepted = rig.signoff("settings", "accept", fingerprint)
     assert "accepted" in accepted.stdout
     assert not write(rig, "accepted").startswith(WAITS)
     assert written(tmp_path) == ["accepted"]
@@ -153,29 +161,62 @@ def test_a_configuration_that_is_not_the_users_own_is_refused_by_name(home: Path
     assert shown.returncode != 0 and "symbolic link" in shown.stderr
 
 
-def test_a_database_cut_back_to_before_the_latest_record_brings_back_no_older_rules(
-    rig: Rig, home: Path, tmp_path: Path
-) -> None:
-    """Every record is anchored: cutting the chain back to an older, looser configuration (or to
-    none, for "first seen") is a restored database, and nothing runs."""
-    import sqlite3
-
+def _cut_back(home: Path, rig: Rig, hide: str) -> tuple[str, str]:
+    """The operator allows writes, then tightens the rule; the attacker, who can write the
+    database and the file but not the keyring, tries to bring the loose rule back."""
     config = home / "config.toml"
     rig.signoff("policy", "local_mutation", "allow")
     loose = config.read_bytes()
     with Store.open(home / "signoff.db") as store, store.snapshot() as conn:
-        cut = conn.execute("SELECT max(seq) FROM events").fetchone()[0]
-    rig.signoff("policy", "local_mutation", "approve")  # the operator tightens the rule
+        cut, payload, at = conn.execute(
+            "SELECT seq, payload, at FROM events WHERE kind = 'config.recorded' ORDER BY seq DESC"
+        ).fetchone()
+    rig.signoff("policy", "local_mutation", "approve")
     conn = sqlite3.connect(home / "signoff.db")
-    conn.execute("DELETE FROM events WHERE seq > ?", (cut,))
+    if hide == "deleted":  # the database cut back (or a copy from then put back)
+        conn.execute("DELETE FROM events WHERE seq > ?", (cut,))
+    elif hide == "renamed":  # every record hidden: "first seen" would take the file up
+        conn.execute("UPDATE events SET kind = 'x.hidden' WHERE kind = 'config.recorded'")
+    elif hide == "copied":  # the loose record, signed, copied over the latest
+        conn.execute(
+            "UPDATE events SET payload = ? WHERE seq = (SELECT max(seq) FROM events"
+            " WHERE kind = 'config.recorded')",
+            (payload,),
+        )
     conn.commit()
     conn.close()
     config.write_bytes(loose)
+    return payload, at
 
-    try:
-        said = write(rig, "after the cut")
-    except Exception:  # the proxy refused to start: the host sees it end
-        said = ""
-    assert not said or said.startswith(WAITS), said
+
+@pytest.mark.parametrize("hide", ["deleted", "renamed", "copied"])
+def test_records_hidden_or_copied_in_the_database_bring_back_no_older_rules(
+    rig: Rig, home: Path, tmp_path: Path, hide: str
+) -> None:
+    """The latest record's place is kept in the keyring and each MAC covers its own place: an
+    older, looser configuration (or none, then "first seen") never comes back. The proxy serves
+    no tool and says why; the operator's way out is to take up a file, by its fingerprint."""
+    _cut_back(home, rig, hide)
+
+    said = write(rig, "after the cut")
+    assert "did not run" in said and "cannot be established" in said, said
     assert written(tmp_path) == []
-    assert "DatabaseRestored" in (home / "host-stderr.log").read_text()
+    shown = rig.signoff("settings", "diff", check=False)
+    assert shown.returncode == 2, shown
+    fingerprint = shown.stdout.rsplit("signoff settings accept ", 1)[1].strip()
+    rig.signoff("settings", "accept", fingerprint)  # the operator read it and takes it up
+    assert not write(rig, "taken up").startswith(WAITS)  # the loose rule, now the operator's
+    assert written(tmp_path) == ["taken up"]
+
+
+def test_a_signed_record_copied_into_a_newer_event_does_not_verify(
+    rig: Rig, home: Path, tmp_path: Path
+) -> None:
+    """Each MAC covers its record's own place: the loose record, appended again with a
+    chain that verifies, is passed over and the tightened rule stays in force."""
+    loose, at = _cut_back(home, rig, "none")  # its time too: the MAC covers it
+    with Store.open(home / "signoff.db") as store, store.transaction("copied") as tx:
+        record_config_change(tx, "config.recorded", canonical.loads(loose), at=at)
+
+    assert write(rig, "copied").startswith(WAITS)
+    assert written(tmp_path) == []

@@ -234,6 +234,22 @@ def test_json_that_is_not_a_json_rpc_request_is_answered_invalid_request(
 
 
 @pytest.mark.guarantee("G-JSON-1")
+@pytest.mark.parametrize("written", [b"1.0", b"true", b"9007199254740993", b"[1]"])
+def test_a_request_whose_id_cannot_be_read_exactly_is_answered_to_a_null_id(
+    boundary: Boundary, written: bytes
+) -> None:
+    """Not taken for a notification (the SDK's reading), which no one answers: the host would
+    wait for ever. JSON-RPC answers an id it cannot tell with null."""
+    host, runs = boundary.host, boundary.runs()
+    host.send(b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":%s}'
+              % (written, write(b'{"text":"odd id"}')))  # fmt: skip
+    code, _ = refusal(host.answer(None))  # type: ignore[arg-type]
+    assert code in (INVALID_REQUEST, PARSE_ERROR)
+    assert boundary.runs() == runs
+    good_call_works(host)
+
+
+@pytest.mark.guarantee("G-JSON-1")
 def test_a_refused_notification_is_logged_and_dropped(boundary: Boundary) -> None:
     host = boundary.host
     others = len(host.others)
