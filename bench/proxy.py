@@ -119,9 +119,15 @@ def direct_params(upstream: Upstream) -> StdioServerParameters:
     return StdioServerParameters(command=upstream.argv[0], args=upstream.argv[1:])
 
 
+# The session's keyring, as a desktop's proxies find it (at the session bus's standard place, which
+# a private bus such as the tests' is not): the proxy checks the recorded configuration with it.
+KEYRING_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "PYTHON_KEYRING_BACKEND", "XDG_DATA_HOME")
+
+
 def proxy_params(home: Path) -> StdioServerParameters:
+    keyring = {k: os.environ[k] for k in KEYRING_VARIABLES if k in os.environ}
     return StdioServerParameters(
-        command=str(SIGNOFF), args=["proxy", NAME], env={"SIGNOFF_HOME": str(home)}
+        command=str(SIGNOFF), args=["proxy", NAME], env={"SIGNOFF_HOME": str(home), **keyring}
     )
 
 

@@ -101,15 +101,17 @@ class OwnFiles:
         found: set[str] = set()
         seen: set[str] = set()
         for text in _strings(arguments):
+            whole = _path(text) if mutating else None
             for path in _paths(text):
                 if path in seen:
                     continue
                 if len(seen) >= MOST_CHECKED:
                     return (*sorted(found), TOO_MANY)
                 seen.add(path)
-                # A folder above Signoff's only as written whole (after ~): a relative word such
-                # as "home", from a server started in /, is prose far more often than a path.
-                above = mutating and os.path.isabs(path)
+                # A folder above Signoff's only as a whole argument, written absolute (after ~):
+                # a word of prose ("home" from a server started in /, the "/" of "<img/>") is
+                # far more often no path at all.
+                above = path == whole and os.path.isabs(path)
                 for where in _resolved(path, cwd):
                     if _inside(_key(where), roots) or (above and _holds(_key(where), roots)):
                         found.add(where)

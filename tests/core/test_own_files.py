@@ -192,4 +192,6 @@ def test_a_relative_word_is_never_taken_for_a_folder_above(tmp_path: Path) -> No
     own = OwnFiles((tmp_path / "home/user/.config/signoff",), cwd=tmp_path)
     (tmp_path / "home/user/.config/signoff").mkdir(parents=True)
     assert own.touched({"message": "update the home page"}, mutating=True) == ()
+    assert own.touched({"text": "see <img src='x'/> or a / b"}, mutating=True) == ()
+    assert own.touched({"path": "/"}, mutating=True) == ("/",)  # the whole argument: it counts
     assert own.touched({"path": str(tmp_path / "home")}, mutating=True) == (str(tmp_path / "home"),)

@@ -66,7 +66,7 @@ OUTER: tuple[Mutation, ...] = (
         "moving a folder above Signoff's is not its own files",
         "G-FILES-2",
         "core/own_files.py",
-        "                above = mutating and os.path.isabs(path)\n",
+        "                above = path == whole and os.path.isabs(path)\n",
         "                above = False\n",
         "an agent moves ~/.config away with Signoff's configuration in it, unasked",
         "tests/core/test_own_files.py::"
