@@ -1,4 +1,4 @@
-"""Calls into the OS keyring, each with a deadline.
+"""Calls into the OS keyring, each with a deadline, one at a time across Signoff's processes.
 
 A keyring can block a call for as long as it likes: a locked Secret Service shows an unlock
 prompt and answers when somebody deals with it, a daemon that stopped in the middle of a call may
@@ -7,6 +7,19 @@ never answer. ``call(fn, timeout)`` runs ``fn`` on a daemon thread and gives up 
 whatever ``fn`` does must be complete and safe on its own (a compare-before-write under a lock,
 never half of one). While a call is still stuck, the next one fails at once rather than piling a
 second thread on the same prompt.
+
+Every call Signoff makes into a keyring backend (a read, a write, a deletion), from any of its
+processes, is made under one lock per user (``lock_path``: a file in the user's own cache
+directory, as the password database names the home: an MCP host starts a proxy with few
+variables, and a tray with its own ``XDG_CACHE_HOME`` would otherwise lock another file). A call
+waits for it blocked in the kernel; the caller's deadline bounds the wait, and a write whose
+caller gave up meanwhile is not made (it would land after its caller answered, outside the lock
+it belonged under: the kept head's, the operator key's). Why every backend and not only the
+Secret Service (core/secret_service.py): a backend that keeps its entries in one file rewrites
+the whole file on each write (keyrings.alt's truncates it, then writes it again), so a read made
+meanwhile by another process found no entry at all, and "no operator key" then made a new key
+that no recorded configuration verified under. Backends atomic on their own lose nothing by
+being called one at a time: a call takes milliseconds.
 """
 
 from __future__ import annotations
@@ -17,6 +30,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from core import private_files
+from core.filelock import locked
 
 T = TypeVar("T")
 
@@ -71,6 +87,43 @@ def call(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
     return value  # type: ignore[return-value]
 
 
+def lock_path() -> Path:
+    """The file every keyring call of Signoff's is made under (the module's docstring)."""
+    import pwd
+
+    home = Path(pwd.getpwuid(os.geteuid()).pw_dir)
+    return private_files.make_dir(home / ".cache" / "signoff") / "secret-service.lock"
+
+
+def one_at_a_time(operation: Callable[[], T], *, writes: bool) -> T:
+    """``operation()`` under the lock; a write not made at all when its caller gave up while it
+    waited for it."""
+    with locked(lock_path(), None):
+        if writes and given_up():
+            raise KeyringTimeout("the keyring call waited too long for another; not made")
+        return operation()
+
+
+class Serialised:
+    """A keyring backend whose every call is made under the lock, one at a time."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def get_password(self, service: str, username: str) -> str | None:
+        read = self.inner.get_password
+        return one_at_a_time(lambda: read(service, username), writes=False)  # type: ignore[no-any-return]
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        one_at_a_time(lambda: self.inner.set_password(service, username, password), writes=True)
+
+    def delete_password(self, service: str, username: str) -> None:
+        one_at_a_time(lambda: self.inner.delete_password(service, username), writes=True)
+
+    def __repr__(self) -> str:
+        return f"Serialised({self.inner!r})"
+
+
 def find_session_bus() -> None:
     """Where no ``DBUS_SESSION_BUS_ADDRESS`` is set, name the user's session bus at its
     standard place (``$XDG_RUNTIME_DIR/bus``, else ``/run/user/UID/bus``), as libdbus does.
@@ -96,8 +149,9 @@ def backend(given: Any = None) -> Any:
     (the ``keyring.backends`` package's: the Secret Service, KWallet, macOS, Windows), else
     none: a chain reads on in the next backend when the first has no value, and a file that
     anybody who can write the user's files can fill must never answer for the operator key or a
-    kept head. The Secret Service backend is used in the steady form of core/secret_service.py,
-    which several Signoff processes writing at once need."""
+    kept head. Every call is made under the lock, one at a time (the module's docstring); the Secret
+    Service backend is used in the steady form of core/secret_service.py, which several Signoff
+    processes writing at once need."""
     if given is None:
         import keyring
         from keyring.backends.chainer import ChainerBackend
@@ -114,8 +168,12 @@ def backend(given: Any = None) -> Any:
     if type(given).__module__ == "keyring.backends.SecretService":
         from core.secret_service import steady
 
-        return steady(given)
-    return given
+        return steady(given)  # one at a time too, and steady
+    from keyring.backends.fail import Keyring as NoKeyring
+
+    if isinstance(given, NoKeyring | Serialised) or type(given).__module__ == "core.secret_service":
+        return given  # nothing to lock, or locked already (a second lock would wait forever)
+    return Serialised(given)
 
 
 def describe(e: BaseException) -> str:

@@ -103,3 +103,52 @@ def test_a_key_planted_in_a_file_keyring_is_never_read(tmp_path: Path) -> None:
         timeout=60, check=True,
     )  # fmt: skip
     assert read.stdout.split() == ["core.secret_service", "None"], read.stdout
+
+
+# A writer moving a kept head while readers read the operator key, all through Signoff's own
+# backend over keyrings.alt's file keyring, which rewrites its whole file on each write.
+FILE_HAMMER = """
+import sys
+from core import keyring_calls
+from core.operator_key import KeyringKeyStore
+from core.heads import SERVICE
+
+role, count = sys.argv[1], int(sys.argv[2])
+keys = KeyringKeyStore()
+missed = 0
+for i in range(count):
+    if role == "write":
+        keyring_calls.backend().set_password(SERVICE, "db:/test/hammered", str(i) * 40)
+    elif keys.load("hammered") is None:
+        missed += 1
+print(missed)
+"""
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_reads_beside_a_writer_of_a_file_keyring_never_miss_the_operator_key(
+    tmp_path: Path,
+) -> None:
+    """A file keyring (keyrings.alt's, as a machine without a Secret Service may be set up to
+    use) truncates and rewrites its file on every write: a read made meanwhile by another
+    process found no operator key, and the next decision then made a new one, under which no
+    recorded configuration verified (every call refused). Every keyring call of Signoff's is
+    made one at a time, across its processes: no read misses the key."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(tmp_path),
+           "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring"}  # fmt: skip
+    script = "import sys; from core.operator_key import KeyringKeyStore;" \
+        " KeyringKeyStore().save('hammered', b'k' * 32)"  # fmt: skip
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=60)
+    hammers = [
+        subprocess.Popen([sys.executable, "-c", FILE_HAMMER, role, "400"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for role in ("write", "read", "read")
+    ]  # fmt: skip
+    try:
+        said = [h.communicate(timeout=120)[0] for h in hammers]
+    finally:
+        for h in hammers:
+            h.kill()
+    assert [h.returncode for h in hammers] == [0, 0, 0], said
+    assert [s.strip() for s in said] == ["0", "0", "0"], said  # misses, per process
+    assert list(tmp_path.rglob("keyring_pass.cfg")), "the file keyring was not what was used"

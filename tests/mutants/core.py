@@ -386,6 +386,17 @@ CORE: tuple[Mutation, ...] = (
         "[secret-service]",
     ),
     Mutation(
+        "keyring calls of several processes interleave",
+        "G-KEY-2",
+        "core/keyring_calls.py",
+        "    return Serialised(given)\n",
+        "    return given\n",
+        "a read made while another process rewrites a file keyring finds no operator key (and the"
+        " next decision makes a new one)",
+        "tests/core/test_secret_service.py::"
+        "test_reads_beside_a_writer_of_a_file_keyring_never_miss_the_operator_key",
+    ),
+    Mutation(
         "the kept head moves back",
         "G-KEY-2",
         "core/anchor.py",
