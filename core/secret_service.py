@@ -19,11 +19,8 @@ Signoff's processes do (each proxy anchors the head, the tray witnesses it), and
 3. Calls made at the same time crash it: one process replacing an item 300 times while three
    others read it made the daemon exit in about one run of three (checked with 42.1, with and
    without rule 2's retries), and with every call made under one lock, in none of ten. So every
-   call Signoff makes into the Secret Service, from any of its processes, is made under one lock
-   per user (a file in the user's cache directory). A call waits for it blocked in the kernel
-   (no polling); its caller's deadline (core/keyring_calls.py) bounds the wait, and a write
-   whose caller gave up meanwhile is not made: it would land after its caller answered, and
-   outside the lock it belonged under (the kept head's, the operator key's).
+   call Signoff makes into the Secret Service, from any of its processes, is made under the one
+   lock per user that every keyring call of Signoff's is made under (core/keyring_calls.py).
 
 Each operation is retried whole, for at most ``PATIENCE`` seconds; every other failure is the
 caller's (core/keyring_calls.py bounds the whole call by its deadline).
@@ -31,12 +28,9 @@ caller's (core/keyring_calls.py bounds the whole call by its deadline).
 
 from __future__ import annotations
 
-import os
-import pwd
 import time
 from collections.abc import Callable
 from contextlib import closing
-from pathlib import Path
 from typing import Any, TypeVar
 
 import secretstorage
@@ -44,20 +38,11 @@ from keyring.backends import SecretService
 from keyring.errors import InitError, KeyringLocked
 from secretstorage.exceptions import ItemNotFoundException, SecretStorageException
 
-from core import keyring_calls, private_files
-from core.filelock import locked
+from core.keyring_calls import one_at_a_time
 
 T = TypeVar("T")
 
 PATIENCE = 2.0  # seconds: a reload of the keyring file takes milliseconds
-
-
-def _lock() -> Path:
-    """One file per user, wherever the process was started from: in the user's own home as the
-    password database names it, not as the environment does (an MCP host starts a proxy with
-    few variables; a tray with its own XDG_CACHE_HOME would otherwise lock another file)."""
-    home = Path(pwd.getpwuid(os.geteuid()).pw_dir)
-    return private_files.make_dir(home / ".cache" / "signoff") / "secret-service.lock"
 
 
 def _steadily(operation: Callable[[], T]) -> T:
@@ -78,33 +63,35 @@ class Keyring(SecretService.Keyring):
     """``keyring``'s Secret Service backend, reading and writing steadily (rules 1 to 3)."""
 
     def get_preferred_collection(self) -> Any:
-        if hasattr(self, "preferred_collection"):
-            return super().get_preferred_collection()
-
-        def default() -> Any:
-            bus = secretstorage.dbus_init()
-            try:
-                return secretstorage.Collection(bus)
-            except BaseException:
-                bus.close()
-                raise
-
+        """The collection, unlocked, on a D-Bus connection of its own that the caller closes;
+        closed here on every failure (the package's own leaves it open when it raises)."""
+        bus = secretstorage.dbus_init()
         try:
-            collection = _steadily(default)
-        except ItemNotFoundException:
-            return super().get_preferred_collection()  # none at all: the package's own way
-        except SecretStorageException as e:
-            raise InitError(f"Failed to open the default collection: {e}.") from e
-        if collection.is_locked():
-            collection.unlock()
-            if collection.is_locked():  # the person dismissed the unlock prompt
-                collection.connection.close()
-                raise KeyringLocked("Failed to unlock the collection!")
+            collection = self._collection(bus)
+            if collection.is_locked():
+                collection.unlock()
+                if collection.is_locked():  # the person dismissed the unlock prompt
+                    raise KeyringLocked("Failed to unlock the collection!")
+        except BaseException:
+            bus.close()
+            raise
         return collection
 
+    def _collection(self, bus: Any) -> Any:
+        try:
+            if hasattr(self, "preferred_collection"):
+                return secretstorage.Collection(bus, self.preferred_collection)
+            try:
+                return _steadily(lambda: secretstorage.Collection(bus))
+            except ItemNotFoundException:
+                # No default collection at all: the package's own way, which makes one (the
+                # person is asked for its password).
+                return secretstorage.get_default_collection(bus)
+        except SecretStorageException as e:
+            raise InitError(f"Failed to open the default collection: {e}.") from e
+
     def get_password(self, service: str, username: str) -> str | None:
-        with locked(_lock(), None):
-            return _steadily(lambda: self._read(service, username))
+        return one_at_a_time(lambda: _steadily(lambda: self._read(service, username)), writes=False)
 
     def _read(self, service: str, username: str) -> str | None:
         collection = self.get_preferred_collection()
@@ -115,16 +102,12 @@ class Keyring(SecretService.Keyring):
         return None
 
     def set_password(self, service: str, username: str, password: str) -> None:
-        with locked(_lock(), None):
-            if keyring_calls.given_up():  # waited past its caller's deadline: never write late
-                raise keyring_calls.KeyringTimeout("the write waited too long; not made")
-            _steadily(lambda: super(Keyring, self).set_password(service, username, password))
+        write = super().set_password
+        one_at_a_time(lambda: _steadily(lambda: write(service, username, password)), writes=True)
 
     def delete_password(self, service: str, username: str) -> None:
-        with locked(_lock(), None):
-            if keyring_calls.given_up():
-                raise keyring_calls.KeyringTimeout("the deletion waited too long; not made")
-            _steadily(lambda: super(Keyring, self).delete_password(service, username))
+        delete = super().delete_password
+        one_at_a_time(lambda: _steadily(lambda: delete(service, username)), writes=True)
 
 
 def steady(backend: Any) -> Any:
