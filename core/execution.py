@@ -168,7 +168,7 @@ async def _anchor_started(s: Hold, index: int, anchor: Anchor) -> None:
     """Keep the head that holds this step's start before its tool is called; when it cannot
     be kept, the step fails, nothing having run, and the run ends ``not_anchored``."""
     try:
-        await asyncio.to_thread(anchor.advance, s._store, s._store.head())
+        await asyncio.to_thread(anchor.advance, s._store, s._store.head(), latest=True)
     except (NotAnchored, DatabaseRestored) as e:
         at = format_time(s._gate.config.clock())
         with s._write() as tx:
