@@ -31,6 +31,7 @@ class SlowHeads(MemoryHeadStore):
         super().save(location, head)
 
 
+@pytest.mark.guarantee("G-KEY-2")
 def test_threads_of_one_process_share_their_keyring_writes(store: Store) -> None:
     heads = SlowHeads()
     anchor = Anchor(heads)
@@ -55,6 +56,7 @@ def test_threads_of_one_process_share_their_keyring_writes(store: Store) -> None
     assert heads.saves < 1 + 8  # without sharing: one write per thread
 
 
+@pytest.mark.guarantee("G-KEY-2")
 def test_a_head_another_thread_kept_is_checked_against_the_database(
     store: Store, tmp_path: Path
 ) -> None:

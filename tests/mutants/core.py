@@ -407,6 +407,15 @@ CORE: tuple[Mutation, ...] = (
         "test_an_older_head_never_replaces_a_newer_one[secret-service]",
     ),
     Mutation(
+        "a head another thread kept is taken on trust",
+        "G-KEY-2",
+        "core/anchor.py",
+        "                    _holds_read_apart(path, database_id, known)\n",
+        "                    pass\n",
+        "a gate whose head another thread kept runs a grant on a database put back meanwhile",
+        "tests/core/test_anchor.py::test_a_head_another_thread_kept_is_checked_against_the_database",
+    ),
+    Mutation(
         "a used grant set back in the tables runs again",
         "G-KEY-1",
         "core/operator_key.py",
