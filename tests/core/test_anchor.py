@@ -68,6 +68,5 @@ def test_a_head_another_thread_kept_is_checked_against_the_database(
     anchor.advance(store, record_run(store, "later"))  # kept by this process: known here
     with sqlite3.connect(copy) as older, sqlite3.connect(store.path) as database:
         older.backup(database)  # an older copy put back: the kept head is not in it
-    with Store.open(store.path) as restored:
-        with pytest.raises(DatabaseRestored):
-            anchor.advance(restored, restored.head())  # behind the known head, yet refused
+    with Store.open(store.path) as restored, pytest.raises(DatabaseRestored):
+        anchor.advance(restored, restored.head())  # behind the known head, yet refused
