@@ -77,6 +77,7 @@ class Upstream:
         self.log_path = log_path
         self.protocol_version = ""
         self.server_info: dict[str, Any] = {}
+        self.initialize_result: dict[str, Any] = {}  # the handshake's answer, as parsed
         self.skipped_lines = 0
         self._process: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -121,6 +122,7 @@ class Upstream:
         except UpstreamError as e:
             await self.close()
             raise UpstreamStartFailed(f"server {self.server.name}: no handshake: {e}") from None
+        self.initialize_result = result
         self.protocol_version = str(result.get("protocolVersion", ""))
         info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
