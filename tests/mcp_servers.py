@@ -58,6 +58,13 @@ def filesystem_server(*allowed_directories: Path) -> ServerCommand:
     )
 
 
+def filesystem_server_roots_only() -> ServerCommand:
+    """@modelcontextprotocol/server-filesystem started with no directory, as hosts with
+    workspaces start it: it may reach only the roots its client declares."""
+    script = _npm_bin("server-filesystem", "mcp-server-filesystem")
+    return ServerCommand(_node(), [str(script)], {})
+
+
 def memory_server(memory_file: Path) -> ServerCommand:
     """@modelcontextprotocol/server-memory, keeping its graph in ``memory_file`` (JSON lines).
     Without MEMORY_FILE_PATH it would write beside its own code, in the cache."""

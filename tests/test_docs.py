@@ -69,6 +69,34 @@ def test_every_decision_record_is_indexed() -> None:
         assert record.name in index, f"{record.name} is missing from docs/decisions/README.md"
 
 
+def test_the_compatibility_page_is_the_render_of_what_the_suite_observed() -> None:
+    from tests.conformance import render
+
+    page = (ROOT / "docs" / "compatibility.md").read_text()
+    assert page == render.render(), (
+        "docs/compatibility.md is not the render of tests/conformance/observed.json; run"
+        " .venv/bin/python -m tests.conformance.render"
+    )
+
+
+def test_every_listed_difference_is_observed_and_every_observed_one_listed() -> None:
+    """A difference no run needs any more is stale; one observed must be named, with a reason."""
+    from tests.conformance import render
+    from tests.conformance.differences import DIFFERENCES
+
+    observed = {
+        i
+        for servers in render.load()["features"].values()
+        for clients in servers.values()
+        for value in clients.values()
+        if isinstance(value, list)
+        for i in value
+    }
+    listed = {d.id for d in DIFFERENCES}
+    assert not listed - observed, f"listed, observed nowhere (stale): {sorted(listed - observed)}"
+    assert not observed - listed, f"observed, not listed: {sorted(observed - listed)}"
+
+
 def test_the_readme_gate_example_runs_as_written(tmp_path, monkeypatch, capsys) -> None:
     readme = (ROOT / "README.md").read_text()
     code = re.search(r"## Using the gate from your own loop.*?```python\n(.*?)```", readme, re.S)
