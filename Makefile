@@ -1,5 +1,5 @@
 # The two commands the README gives. Both do all the set-up on a fresh clone.
-.PHONY: run test bench
+.PHONY: run test bench compatibility
 
 run:        ## set up and start Signoff (ARGS="verify" for a command)
 	@bash scripts/run.sh $(ARGS)
@@ -9,3 +9,6 @@ test:       ## set up and run every check: lint, types, all tests
 
 bench:      ## run the benchmarks (slow: builds large databases)
 	@bash scripts/setup.sh test && .venv/bin/python bench/verify.py
+
+compatibility:  ## run the conformance suite afresh: tests/conformance/observed.json, docs/compatibility.md
+	@bash scripts/setup.sh test && bash scripts/mcp-servers.sh && PYTHONPATH=$(CURDIR) .venv/bin/python -m tests.conformance.render --observe

@@ -75,7 +75,7 @@ def test_the_compatibility_page_is_the_render_of_what_the_suite_observed() -> No
     page = (ROOT / "docs" / "compatibility.md").read_text()
     assert page == render.render(), (
         "docs/compatibility.md is not the render of tests/conformance/observed.json; run"
-        " .venv/bin/python -m tests.conformance.render"
+        " make compatibility"
     )
 
 

@@ -41,6 +41,7 @@ from tests.conformance.normalise import (
     refused_by_signoff,
     refused_without_roots,
     roots_not_asked,
+    rpc_error_as_failure,
     signoff_instructions,
     signoff_server_info,
     tools_capability_only,
@@ -257,6 +258,13 @@ DIFFERENCES: list[Difference] = [
         "by design: Signoff answers a call of a tool it does not offer (isError, saying why)"
         " without asking the server",
         refused_by_signoff("is not available"),
+    ),
+    Difference(
+        "D-RPC-ERROR",
+        "error/json-rpc",
+        f"{NOT_YET}: a server's JSON-RPC error to a tools/call becomes a failed call (isError)"
+        " whose text carries the server's message; its code and data are lost",
+        rpc_error_as_failure,
     ),
     # Roots, progress, logging, notifications.
     Difference(

@@ -195,6 +195,29 @@ def refused_by_signoff(*phrases: str) -> Normalise:
     return normalise
 
 
+def _inspector_code(value: Any) -> Any:
+    """The code of the Inspector's error envelope on an error exit (None otherwise)."""
+    if not (isinstance(value, dict) and "exit" in value and isinstance(value.get("error"), dict)):
+        return None
+    envelope = value["error"].get("error")
+    return envelope.get("code") if isinstance(envelope, dict) else None
+
+
+def rpc_error_as_failure(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
+    """The server's JSON-RPC error reaches the client as a failed call (isError) whose text
+    carries the server's message; the Inspector, which prints no text of an isError result,
+    exits with its "tool_is_error" where the server's error made it exit with "error"."""
+    error = direct.get("error") if isinstance(direct, dict) else None
+    if isinstance(error, dict) and "code" in error and "exit" not in direct:
+        text = " ".join(str(b.get("text", "")) for b in blocks(proxied))
+        result = result_of(proxied)
+        if result is not None and result.get("isError") is True and error["message"] in text:
+            return {"failed": error["message"]}, {"failed": error["message"]}
+    if _inspector_code(direct) == "error" and _inspector_code(proxied) == "tool_is_error":
+        return {"failed": True}, {"failed": True}
+    return direct, proxied
+
+
 # --- the handshake and the listing ----------------------------------------------------------
 
 SIGNOFF_INSTRUCTIONS = "Tool calls pass through Signoff: some wait for the operator's approval."

@@ -37,6 +37,7 @@ FEATURES: dict[str, str] = {
     "error/tool": "a tool's own failure: isError with the server's message",
     "error/arguments": "arguments the tool's schema refuses",
     "error/unknown-tool": "a call of a tool the server does not have",
+    "error/json-rpc": "a JSON-RPC error a server answers a tools/call of a tool it offers with",
     "mutation": "a mutating tool, allowed by the operator's policy, run once",
     "result/large": "a result of a few hundred kB (a 219 kB file, a 438 kB diff)",
     "result/over-limit": "a result over 1 MiB (a 2 MiB file), over the planned default limit",
@@ -273,6 +274,13 @@ GIT = [
     *CLOSING,
 ]
 
+# tests/proxy/fake_server.py: none of the real servers answers a call of a tool it lists with a
+# JSON-RPC error (their SDKs turn every failure into isError), the project's fake server does.
+FAKE = [
+    Step("tools", "tools/list", "list", clients=ALL),
+    Step("rpc-error", "error/json-rpc", "call", "refuse", {}, clients=ALL),
+]
+
 SCRIPTS: dict[str, list[Step]] = {
     "everything": EVERYTHING,
     "filesystem": FILESYSTEM,
@@ -280,6 +288,7 @@ SCRIPTS: dict[str, list[Step]] = {
     "memory": MEMORY,
     "time": TIME,
     "git": GIT,
+    "fake": FAKE,
 }
 
 

@@ -33,11 +33,19 @@ from tests.mcp_servers import (
     memory_server,
     time_server,
 )
+from tests.proxy.rig import FAKE_SERVER
 
 MUTATING = ("local_mutation", "remote_mutation", "destructive")
-SERVERS = ("everything", "filesystem", "filesystem-roots", "memory", "time", "git")
+SERVERS = ("everything", "filesystem", "filesystem-roots", "memory", "time", "git", "fake")
 LARGE_BYTES = 219 * 1024  # the 219 kB file
 HUGE_BYTES = 2 * 1024 * 1024  # over the planned default result limit of 1 MiB
+# The tool tests/proxy/fake_server.py lists, whose every call it answers with a JSON-RPC error.
+REFUSING_TOOL = {
+    "name": "refuse",
+    "description": "Answers every call with a JSON-RPC error.",
+    "inputSchema": {"type": "object"},
+    "annotations": {"readOnlyHint": True},
+}
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Conformance",
     "GIT_AUTHOR_EMAIL": "conformance@example.invalid",
@@ -180,6 +188,11 @@ def build(name: str, base: Path) -> Target:
     if name == "git":
         repo = _repository(base)
         return Target(name, git_server(repo), {"repo": str(repo)})
+    if name == "fake":
+        script = base / "fake-script.json"
+        script.write_text(json.dumps({"listing": json.dumps([REFUSING_TOOL]),
+                                      "on_call": {"refuse": "error"}}))  # fmt: skip
+        return Target(name, ServerCommand(sys.executable, [str(FAKE_SERVER), str(script)], {}))
     raise ValueError(f"no target {name}")
 
 

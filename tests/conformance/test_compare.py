@@ -107,3 +107,13 @@ def test_nothing_sent_either_way_is_not_a_feature_observed() -> None:
     context = Context("memory", SDK, Step("log-messages", "logging/message", "log"))
     assert cell([compare(context, [], [])]) == NOT_APPLICABLE
     assert cell([]) == NOT_APPLICABLE
+
+
+def test_a_json_rpc_error_turned_into_is_error_is_explained_only_with_the_servers_message() -> None:
+    context = Context("fake", SDK, Step("s", "error/json-rpc", "call", "t", {}))
+    direct = {"error": {"code": -32000, "message": "the fake server refuses"}}
+    carried = result(text("The tool failed: server fake: the fake server refuses"), isError=True)
+    assert ids(compare(context, direct, carried)) == ["D-RPC-ERROR"]
+    lost = result(text("The tool failed"), isError=True)
+    assert compare(context, direct, lost).needed is None
+    assert compare(context, direct, result(text("the fake server refuses"))).needed is None

@@ -6,8 +6,8 @@ is what tests/conformance/observed.json holds (docs/compatibility.md is rendered
 One server process per run: the SDK's script runs over a single connection; the Inspector
 starts one process per step (its CLI makes one request a run), both sides' at once, four at a
 time. When what the suite observes changes on purpose (a work package fixed a difference and
-deleted it), ``.venv/bin/python -m tests.conformance.render --observe`` runs the suite, keeps
-what it observed in observed.json and renders docs/compatibility.md; commit both.
+deleted it), ``make compatibility`` runs the suite afresh, keeps what it observed in
+observed.json and renders docs/compatibility.md; commit both.
 """
 
 from __future__ import annotations
