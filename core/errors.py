@@ -301,8 +301,40 @@ class UpstreamAnswerUnreadable(UpstreamProtocolError):
     over the size limit, a result that is not an object): the server may have acted on it."""
 
 
+class UpstreamAnswerTooLarge(UpstreamAnswerUnreadable):
+    """The server answered a request with a line longer than Signoff reads: it answered, so it
+    acted on the request, and its answer (``size`` bytes) is dropped unread."""
+
+    def __init__(self, message: str, size: int = 0) -> None:
+        super().__init__(message)
+        self.size = size
+
+
+class UpstreamAnswerInexact(UpstreamAnswerUnreadable):
+    """The server answered with JSON Signoff's parser refuses (a key twice, an integer beyond
+    2^53, invalid UTF-8): it acted on the request, and its answer cannot be passed on exactly."""
+
+
+class UpstreamRefused(UpstreamProtocolError):
+    """The server answered a request with a JSON-RPC error, kept whole in ``error`` (its code,
+    message and data as sent) so that the host can be given exactly that error."""
+
+    def __init__(self, message: str, error: dict[str, object]) -> None:
+        super().__init__(message)
+        self.error = error
+
+
 class ListingRefused(UpstreamError):
     """The server's tool listing is refused whole: a name twice, or past the bounds."""
+
+
+class ToolFailed(SignoffError):
+    """Raised by a tool whose failure carries a JSON ``detail`` worth recording with it (a
+    server's JSON-RPC error, kept whole so that a re-call can hand back the same)."""
+
+    def __init__(self, message: str, detail: object) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 class OutcomeUnknown(SignoffError):

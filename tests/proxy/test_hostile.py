@@ -26,7 +26,7 @@ from mcp.client.session import ClientSession
 from core.proxy.config import Editor
 from core.proxy.pins import MAX_LISTING_BYTES
 from core.proxy.rawjson import MAX_DEPTH
-from core.proxy.upstream import MAX_LINE
+from core.proxy.upstream import CEILING
 from tests import host
 from tests.conftest import run_signoff
 from tests.host import text
@@ -348,7 +348,7 @@ def test_a_tool_of_a_refused_server_names_the_refusal(home: Path) -> None:
     ("size", "named"),
     [
         (MAX_LISTING_BYTES, f"over the {MAX_LISTING_BYTES} allowed [ListingRefused]"),
-        (MAX_LINE, f"sent a line over {MAX_LINE} bytes [UpstreamAnswerUnreadable]"),
+        (CEILING, f"over the {CEILING} Signoff reads [UpstreamAnswerTooLarge]"),
     ],
     ids=["over-4-MiB", "over-one-line"],
 )
