@@ -18,7 +18,10 @@ shows is the proxy's own cost), or mcp-server-time with ``--server time`` (get_c
 install it with ``bash scripts/mcp-servers.sh``).
 
 Prints p50 and p95 per call and the spawn-to-first-listing times for both, then the added
-milliseconds and the ratio. Goals (issue): at most 1.5 ms added at p50 per call, with the
+milliseconds and the ratio. With the fake server, the same for a result of a 1 MiB image (the
+proxy parses it exactly, hashes its canonical form and passes it on whole: decision 0029), N/10
+calls each way, the server's result limit set to 4 MiB so that it passes whole.
+Goals (issue): at most 1.5 ms added at p50 per call, with the
 durable record; the first listing at most 0.6 s later than direct.
 
 Then an approved write, from the operator's approve to the tool's result, through the
@@ -32,6 +35,7 @@ effect (needs a keyring: run it under ``make bench``'s Secret Service, or a desk
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import statistics
@@ -63,9 +67,16 @@ FAKE_LISTING = json.dumps(
             "name": "read_note",
             "description": "Read the notes",
             "inputSchema": {"type": "object", "properties": {}},
-        }
+        },
+        {
+            "name": "image",
+            "description": "A 1 MiB image",
+            "inputSchema": {"type": "object", "properties": {}},
+        },
     ]
 )
+IMAGE_BYTES = 1024 * 1024
+IMAGE_LIMIT = 4 * 1024 * 1024  # the bench server's result limit: the image passes whole
 
 
 class Upstream:
@@ -89,7 +100,11 @@ def upstream_for(server: str, home: Path) -> Upstream:
             {"timezone": "UTC"},
         )
     script = home / "fake.json"
-    script.write_text(json.dumps({"listing": FAKE_LISTING, "notes": str(home / "notes.txt")}))
+    image = base64.b64encode(os.urandom(IMAGE_BYTES)).decode()
+    result = {"content": [{"type": "image", "data": image, "mimeType": "image/png"}]}
+    script.write_text(json.dumps({"listing": FAKE_LISTING, "notes": str(home / "notes.txt"),
+                                  "on_call": {"image": "raw"},
+                                  "results": {"image": json.dumps(result)}}))  # fmt: skip
     (home / "notes.txt").write_text("a note\n")
     return Upstream(
         "fake_server.py", [sys.executable, str(FAKE_SERVER), str(script)], "read_note", {}
@@ -113,6 +128,9 @@ def configure(home: Path, upstream: Upstream) -> None:
     signoff(home, "servers", "add", NAME, "--", *upstream.argv)
     signoff(home, "pin", NAME, "--accept")
     signoff(home, "classify", NAME, upstream.tool, "read_only")
+    if upstream.label == "fake_server.py":
+        signoff(home, "classify", NAME, "image", "read_only")
+        signoff(home, "settings", "result_limit_bytes", str(IMAGE_LIMIT), "--server", NAME)
 
 
 def direct_params(upstream: Upstream) -> StdioServerParameters:
@@ -151,8 +169,10 @@ async def timed_calls(
     upstream: Upstream,
     calls: int,
     errlog: TextIO,
+    tool: str = "",
 ) -> tuple[list[float], list[float]]:
-    """Seconds per call, direct and proxied, the calls alternating between the two."""
+    """Seconds per call of ``tool`` (the upstream's own when not given), direct and proxied,
+    the calls alternating between the two."""
     async with (
         stdio_client(direct, errlog=errlog) as (dread, dwrite),
         ClientSession(dread, dwrite) as dsession,
@@ -165,7 +185,7 @@ async def timed_calls(
 
         async def call(session: ClientSession) -> float:
             t = time.perf_counter()
-            result = await session.call_tool(upstream.tool, upstream.arguments)
+            result = await session.call_tool(tool or upstream.tool, upstream.arguments)
             elapsed = time.perf_counter() - t
             assert not getattr(result, "is_error", True), result
             return elapsed
@@ -260,6 +280,11 @@ def main() -> None:
             timed_calls, direct, proxied, upstream, args.calls, errlog
         )
         recorded = runs_completed(home)
+        images: tuple[list[float], list[float]] | None = None
+        if args.server == "fake":
+            images = anyio.run(
+                timed_calls, direct, proxied, upstream, max(1, args.calls // 10), errlog, "image"
+            )
         unsigned, signed = approved_latencies(home, max(1, args.calls // 10))
 
     assert recorded == WARMUP + args.calls, f"{recorded} runs recorded"
@@ -292,6 +317,13 @@ def main() -> None:
         f" goal p50 <= {GOAL_ADDED_P50_MS} ms: {met(added50 <= GOAL_ADDED_P50_MS)}"
     )
     print(f"ratio proxied/direct:  p50 {p50 / d50:.2f}x, p95 {p95 / d95:.2f}x")
+    if images is not None:
+        i50, j50 = percentile(images[0], 50) * ms, percentile(images[1], 50) * ms
+        print(
+            f"1 MiB image result:    {len(images[0]):,} calls each way; direct p50 {i50:.2f} ms,"
+            f" through the proxy p50 {j50:.2f} ms; added {j50 - i50:+.2f} ms, ratio"
+            f" {j50 / i50:.2f}x"
+        )
     u50, s50 = percentile(unsigned, 50) * ms, percentile(signed, 50) * ms
     print(
         f"approve -> result:     {len(signed):,} approved writes each way (alternating);"

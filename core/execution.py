@@ -13,8 +13,8 @@ Rules:
    cannot be kept fails the step (nothing ran) and ends the run ``not_anchored``.
 4. A grant whose TTL ran out since it was attached cancels the run as ``approval_expired`` and
    raises ``ApprovalExpired``; nothing runs.
-5. A tool that raises fails the step: its failure is an observation, not the gate's. So does a
-   value with no exact JSON form.
+5. A tool that raises fails the step: its failure is an observation, not the gate's, recorded
+   with the JSON detail of a ``ToolFailed``. So does a value with no exact JSON form.
 6. A tool that raises ``OutcomeUnknown`` may or may not have taken effect: a read-only or
    idempotent tool fails the step; any other pauses the run on an ``interrupted_side_effect``
    approval of the step's request, and the gate never runs it again by itself.
@@ -42,6 +42,7 @@ from core.errors import (
     NotAnchored,
     OutcomeUnknown,
     RunStateError,
+    ToolFailed,
 )
 from core.hold import Hold, StepState
 from core.operator_key import unauthenticated_mode
@@ -218,6 +219,12 @@ async def _call_tool(tool: CompiledTool, arguments: JSONValue) -> Observation:
             value = await value
     except OutcomeUnknown:
         raise
+    except ToolFailed as e:
+        try:
+            detail = canonical.dumps_text(e.detail)
+        except JSONRefused:
+            detail = None
+        return Observation(False, None, f"{type(e).__name__}: {e}", f"error: {e}", detail=detail)
     except Exception as e:  # a tool's failure is an observation, not the gate's failure
         return Observation(False, None, f"{type(e).__name__}: {e}", f"error: {e}")
     try:
@@ -232,4 +239,7 @@ async def _call_tool(tool: CompiledTool, arguments: JSONValue) -> Observation:
 def _observation_json(observation: Observation) -> dict[str, JSONValue]:
     if observation.ok:
         return {"ok": True, "result": canonical.loads(observation.result or "null")}
+    if observation.detail is not None:
+        detail = canonical.loads(observation.detail)
+        return {"ok": False, "error": observation.error, "detail": detail}
     return {"ok": False, "error": observation.error}

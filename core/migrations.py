@@ -125,10 +125,22 @@ _PROXY_CALLS = (
 # hosts. NULL for runs made before hosts were recorded, and for library runs.
 _HOSTS = ("ALTER TABLE runs ADD COLUMN host TEXT",)
 
+# The whole of a proxy call's large result while a re-call of its host may still collect it
+# (core/kept_results.py, decision 0029): the chain records its hash, never its bytes, so
+# a row here is a copy, checked against that hash when read, and deleted once handed back.
+_RESULTS = (
+    """CREATE TABLE result_blobs (
+        run_id     TEXT PRIMARY KEY REFERENCES runs (id),
+        sha256     TEXT NOT NULL,
+        data       BLOB NOT NULL,
+        created_at TEXT NOT NULL
+    ) STRICT""",
+)
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "proxy calls", _PROXY_CALLS),
     Migration(3, "hosts", _HOSTS),
+    Migration(4, "result blobs", _RESULTS),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -35,6 +35,7 @@ NO_RUN_KINDS = (
     "operator.authenticated",
     "operator.keyed",
     "config.recorded",
+    "results.pruned",
 )
 
 

@@ -15,6 +15,8 @@ Rules:
    it, as the gate does.)
 3. Everything is written with its events in one transaction per run, under a takeover by the
    sweeper's own owner name, guarded by compare-and-set on the lease as any takeover is.
+4. The whole of a large result that no re-call collected within ``kept_results.KEEP_DAYS`` is
+   deleted, with an event (core/kept_results.py rule 3).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from core import approvals, canonical, effects, transitions
+from core import approvals, canonical, effects, kept_results, transitions
 from core.lease import is_live
 from core.records import ApprovalView, StepView, read_run, read_steps
 from core.store import Store, Transaction, format_time
@@ -62,6 +64,13 @@ def sweep(
         line = _expire(store, approval_id, now)
         if line:
             done.append(line)
+    with store.snapshot() as conn:
+        old = conn.execute("SELECT 1 FROM result_blobs WHERE created_at < ? LIMIT 1",
+                           (format_time(now() - kept_results.KEEP),)).fetchone()  # fmt: skip
+    if old is not None:
+        with store.transaction() as tx:
+            pruned = kept_results.prune(tx, now())
+        done.append(f"{pruned} large result(s) no re-call collected in time: no longer kept")
     return done
 
 

@@ -7,7 +7,8 @@ at least one event; a consistency test rebuilds each run's state from its events
 
 Events and what they mean (the payloads are what the consistency fold reads):
 
-- ``run.started``      {goal, limits, call?}             run RUNNING
+- ``run.started``      {goal, limits, call?}             run RUNNING (call: server, tool, key,
+                                                         host, the roots in force)
 - ``run.collected``    {}                                its outcome first handed back to a host
 - ``run.resumed``      {}                                a waiting run RUNNING again, nothing run
 - ``run.takeover``     {previous_owner}                  an expired lease taken over
@@ -33,6 +34,8 @@ Events of no run (the operator's configuration; no state table changes):
 - ``operator.keyed``   {key}                             the first signed decision follows
 - ``config.recorded``  {text, sha256, by, why, key, mac}  the configuration in force
                                                          (core/proxy/config_record.py)
+- ``results.pruned``   {runs, kept_days}                 whole large results no re-call took
+                                                         (core/kept_results.py)
 """
 
 from __future__ import annotations
@@ -51,13 +54,15 @@ from core.store import Transaction
 @dataclass(frozen=True)
 class CallLabel:
     """A proxy call a run is for: the server, the tool, the call key (the same for every host),
-    and the host that made it (its id, and a label for people; core/proxy/host_identity.py)."""
+    the host that made it (its id, and a label for people; core/proxy/host_identity.py), and
+    the roots the host had last given the server (None: the server never asked for them)."""
 
     server: str
     tool: str
     key: str
     host: str | None = None
     host_label: str | None = None
+    roots: JSONValue = None
 
 
 def start_run(
@@ -85,6 +90,8 @@ def start_run(
         label: dict[str, JSONValue] = {"server": server, "tool": tool, "key": call_key}
         if host is not None:
             label["host"] = {"id": host, "label": call.host_label or ""}
+        if call.roots is not None:
+            label["roots"] = call.roots
         payload["call"] = label
     tx.append_event(kind="run.started", payload=payload, at=at, run_id=run_id)
 

@@ -132,6 +132,7 @@ class Observation:
     summary: str
     # Set when the call's outcome is unknown and the run now waits for the operator.
     approval: ApprovalView | None = None
+    detail: str | None = None  # canonical JSON a failing tool recorded with its failure
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -76,7 +76,10 @@ async def proxy_session(
 
 
 def text(result: Any) -> str:
-    """The text of a tool's answer, its text parts joined by newlines."""
+    """The text of a tool's answer, its text parts joined by newlines: the SDK client's result,
+    or the JSON object a proxy driven directly answers."""
+    if isinstance(result, dict):
+        return "\n".join(c["text"] for c in result.get("content", []) if "text" in c)
     return "\n".join(c.text for c in result.content if hasattr(c, "text"))
 
 
@@ -103,10 +106,20 @@ class RawHost:
         self.next_id = 0
         self.others: list[dict[str, Any]] = []
 
-    def initialize(self) -> None:
-        params = b'{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}'  # noqa: E501
-        assert "result" in self.request("initialize", params)
+    def initialize(
+        self, version: str = "2025-06-18", capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The proxy's answer to ``initialize``; then ``notifications/initialized``."""
+        params = {"protocolVersion": version, "capabilities": capabilities or {},
+                  "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+        answer = self.request("initialize", json.dumps(params).encode())
+        assert "result" in answer, answer
         self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        return answer
+
+    def respond(self, request_id: Any, answer: dict[str, Any]) -> None:
+        """Answer a request the proxy sent the host (``answer``: its result or error)."""
+        self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, **answer}).encode())
 
     def send(self, line: bytes) -> None:
         assert self.process.stdin is not None
@@ -133,13 +146,19 @@ class RawHost:
 
     def answer(self, request_id: int | str) -> dict[str, Any]:
         """The answer to ``request_id``; other lines are kept in ``others``."""
+        return self.next(lambda m: m.get("id") == request_id and "method" not in m,
+                         f"an answer to request {request_id}")  # fmt: skip
+
+    def next(self, wanted: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
+        """The next message the proxy writes that is ``wanted``; others are kept in
+        ``others``."""
         deadline = time.monotonic() + self.ANSWER_WITHIN
         while True:
             while b"\n" not in self.buffer:
                 left = deadline - time.monotonic()
                 assert self.process.stdout is not None
                 ready, _, _ = select.select([self.process.stdout], [], [], max(0.0, left))
-                assert ready, f"no answer to request {request_id} within {self.ANSWER_WITHIN} s"
+                assert ready, f"no {what} within {self.ANSWER_WITHIN} s"
                 chunk = os.read(self.process.stdout.fileno(), 1 << 16)
                 if not chunk:
                     self.process.wait(timeout=30)
@@ -147,7 +166,7 @@ class RawHost:
                 self.buffer += chunk
             line, self.buffer = self.buffer.split(b"\n", 1)
             message = json.loads(line)
-            if message.get("id") == request_id:
+            if wanted(message):
                 return message
             self.others.append(message)
 

@@ -21,8 +21,8 @@ from core.policy import Rule
 from core.proxy import config as configuration
 from core.proxy import config_commands, config_record, manage, status, wake
 from core.proxy.config import SERVER_NAME, ServerConfig
+from core.proxy.hostsession import serve
 from core.proxy.pins import evaluate, read_listing
-from core.proxy.server import serve
 from core.proxy.servers import START_TIMEOUT
 from core.records import pending_requests, read_approval
 from core.store import Store
@@ -117,7 +117,7 @@ def register(commands: Any) -> None:
     )
     p.add_argument("setting", nargs="*", metavar="NAME VALUE")
     p.add_argument("--server", metavar="NAME",
-                   help="call_timeout_seconds for this server's calls only")  # fmt: skip
+                   help="call_timeout_seconds or result_limit_bytes for this server")  # fmt: skip
     p.add_argument("--tool", metavar="TOOL",
                    help="call_timeout_seconds for this tool only (with --server)")  # fmt: skip
     p.set_defaults(func=settings)
@@ -447,23 +447,33 @@ def policy(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _own_timeout(server: str | None, tool: str | None, name: str, text: str) -> int:
-    """``settings call_timeout_seconds VALUE --server S [--tool T]``."""
-    if name != "call_timeout_seconds" or not server:
-        return _error("--server (and --tool) set call_timeout_seconds only, and --tool needs"
-                      " --server")  # fmt: skip
+def _own_setting(server: str | None, tool: str | None, name: str, text: str) -> int:
+    """``settings call_timeout_seconds VALUE --server S [--tool T]``, or
+    ``settings result_limit_bytes VALUE --server S``."""
+    if name not in manage.OWN_SETTINGS or not server or (tool and name != "call_timeout_seconds"):
+        return _error("--server sets call_timeout_seconds or result_limit_bytes, --tool (with"
+                      " --server) call_timeout_seconds only")  # fmt: skip
     try:
-        seconds = None if text == "default" else float(text)
+        value = None if text == "default" else _number(name, text)
     except ValueError:
-        return _error(f"{name} takes a number of seconds, not {text!r}", "ConfigError")
+        return _error(f"{name} takes a number, not {text!r}", "ConfigError")
     where = f"{server}/{tool}" if tool else server
-    return _apply(lambda p: manage.set_call_timeout(p, seconds, server, tool),
+    return _apply(lambda p: manage.set_own(p, name, value, server, tool),
                   f"{name} for {where} = {text}")  # fmt: skip
+
+
+def _number(name: str, text: str) -> int | float:
+    value = float(text)
+    if name == "result_limit_bytes" or value.is_integer():
+        if not value.is_integer():
+            raise ValueError(text)
+        return int(value)
+    return value
 
 
 def settings(args: argparse.Namespace) -> int:
     path = paths.config_path()
-    names = (*manage.TIMINGS, "notifications")
+    names = (*manage.TIMINGS, "notifications", "result_limit_bytes")
     if args.setting and args.setting[0] in config_commands.WORDS:
         if len(args.setting) > (2 if args.setting[0] == "accept" else 1):
             return _error("usage: signoff settings diff | accept FINGERPRINT | restore")
@@ -484,18 +494,16 @@ def settings(args: argparse.Namespace) -> int:
         return _error(f"usage: signoff settings NAME VALUE|default (NAME: {', '.join(names)})")
     name, text = args.setting
     if args.server or args.tool:
-        return _own_timeout(args.server, args.tool, name, text)
+        return _own_setting(args.server, args.tool, name, text)
     value: Any = None
     if text != "default":
         try:
             words = name == "notifications" or (
                 name == "grant_ttl_seconds" and text == configuration.NEVER
             )
-            value = text if words else float(text)
+            value = text if words else _number(name, text)
         except ValueError:
-            return _error(f"{name} takes a number of seconds, not {text!r}", "ConfigError")
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
+            return _error(f"{name} takes a number, not {text!r}", "ConfigError")
     try:
         manage.set_setting(path, name, value)
     except ConfigError as e:

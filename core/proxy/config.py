@@ -5,6 +5,7 @@ hold_seconds = 5                 # how long a call needing approval is held befo
 duplicate_window_seconds = 600   # an identical mutating call within this waits for the operator
 call_timeout_seconds = 60        # an upstream call taking longer is cancelled (see below)
 cancel_grace_seconds = 10        # a cancelled call's answer is still awaited and recorded
+result_limit_bytes = 1048576     # a larger result is cut, marked and isError (64 KiB-64 MiB)
 grant_ttl_seconds = 3600         # a granted approval not executed within this lapses ("never")
 notifications = "each"           # each: a notification per approval; tray: the tray icon only
 
@@ -17,6 +18,7 @@ command = "npx"
 args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
 env = ["HOME_NOTES"]             # names of variables passed through; values are never stored
 call_timeout_seconds = 120       # this server's calls (a tool's own setting comes first)
+result_limit_bytes = 4194304     # this server's results (the top-level setting otherwise)
 
 [servers.fs.tools.write_file]
 class = "local_mutation"         # read_only, local_mutation, remote_mutation, destructive
@@ -66,6 +68,8 @@ DEFAULT_DUPLICATE_WINDOW = 600.0
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_CANCEL_GRACE = 10.0
 DEFAULT_GRANT_TTL = 3600.0
+DEFAULT_RESULT_LIMIT = 1024 * 1024
+RESULT_LIMITS = (64 * 1024, 64 * 1024 * 1024)  # the least and most a result limit may be
 NEVER = "never"  # grant_ttl_seconds: a granted approval never lapses
 NOTIFICATIONS = ("each", "tray")  # the first is the default
 
@@ -89,6 +93,7 @@ class ServerConfig:
     env: tuple[str, ...] = ()
     tools: dict[str, ToolConfig] = field(default_factory=dict)
     call_timeout_seconds: float | None = None  # None: the top-level setting
+    result_limit_bytes: int | None = None  # None: the top-level setting
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,13 @@ class Config:
     cancel_grace_seconds: float = DEFAULT_CANCEL_GRACE
     grant_ttl_seconds: float | None = DEFAULT_GRANT_TTL  # None: never lapses
     notifications: str = NOTIFICATIONS[0]
+    result_limit_bytes: int = DEFAULT_RESULT_LIMIT
+
+    def result_limit(self, server: str) -> int:
+        """The server's own result limit, else the top-level one."""
+        entry = self.servers.get(server)
+        own = getattr(entry, "result_limit_bytes", None)
+        return self.result_limit_bytes if own is None else int(own)
 
     def call_timeout(self, server: str, tool: str) -> float:
         """The tool's own timeout, else its server's, else the top-level one."""
@@ -235,6 +247,7 @@ def parse(document: dict[str, Any], where: _Where) -> Config:
     top = {
         "hold_seconds", "duplicate_window_seconds", "call_timeout_seconds",
         "cancel_grace_seconds", "grant_ttl_seconds", "notifications", "policy", "servers",
+        "result_limit_bytes",
     }  # fmt: skip
     _known(document, top, (), where)
     classes: dict[SideEffect, Rule] = {}
@@ -262,6 +275,7 @@ def parse(document: dict[str, Any], where: _Where) -> Config:
         ),
         grant_ttl_seconds=_grant_ttl(document, where),
         notifications=notifications,
+        result_limit_bytes=_result_limit(document, (), where) or DEFAULT_RESULT_LIMIT,
     )
 
 
@@ -270,7 +284,8 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
     if not SERVER_NAME.fullmatch(name):
         raise where.error(key, "a server name is letters, digits, '-' and '_' (at most 32)")
     table = _table(raw, key, where)
-    _known(table, {"command", "args", "env", "tools", "call_timeout_seconds"}, key, where)
+    _known(table, {"command", "args", "env", "tools", "call_timeout_seconds",
+                   "result_limit_bytes"}, key, where)  # fmt: skip
     command = table.get("command")
     if not isinstance(command, str) or not command:
         raise where.error((*key, "command"), "the command to start the server is required")
@@ -284,7 +299,8 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
         for tool, raw_tool in _table(table.get("tools", {}), (*key, "tools"), where).items()
     }
     timeout = _own_timeout(table, key, where)
-    return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout)
+    limit = _result_limit(table, key, where)
+    return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout, limit)
 
 
 def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
@@ -332,6 +348,19 @@ def _own_timeout(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> 
             (*key, "call_timeout_seconds"), "a number of seconds above 0, up to 86400"
         )
     return float(value)
+
+
+def _result_limit(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> int | None:
+    """A result limit in bytes, from 64 KiB to 64 MiB, or None when not set here."""
+    if "result_limit_bytes" not in table:
+        return None
+    value = table["result_limit_bytes"]
+    least, most = RESULT_LIMITS
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise where.error(
+            (*key, "result_limit_bytes"), f"a whole number of bytes from {least} to {most}"
+        )
+    return int(value)
 
 
 def _known(table: dict[str, Any], known: set[str], key: tuple[str, ...], where: _Where) -> None:

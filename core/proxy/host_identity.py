@@ -64,9 +64,10 @@ def launcher(pid: int | None = None, *, proc: Path = PROC) -> Launcher:
 
 
 def identify(client_info: Any, launched_by: Launcher) -> Host:
-    """The host of a call: ``client_info`` (the SDK's ``Implementation`` from ``initialize``,
-    or None when the host gave none) and the launching process."""
-    name, version = (_text(getattr(client_info, field, None)) for field in ("name", "version"))
+    """The host of a call: ``client_info`` (the object of ``initialize``'s ``clientInfo``, or
+    None when the host gave none) and the launching process."""
+    info = client_info if isinstance(client_info, dict) else {}
+    name, version = (_text(info.get(field)) for field in ("name", "version"))
     identity = {"client": {"name": name, "version": version}, "launcher": launched_by.identity}
     who = f"{name} {version}".strip() or "a host that gave no name"
     how = "" if launched_by.exact else ", this proxy process only"

@@ -9,11 +9,12 @@ Rules:
    text that is not JSON), one nested deeper than ``MAX_DEPTH`` levels and one longer than
    ``MAX_LINE`` bytes are refused by name: ``PARSE_ERROR``. Nothing past ``MAX_LINE`` is kept
    but the line's last ``TAIL`` bytes.
-2. The SDK's message is built from the value that parser returned (``validate_python``), never
-   from the text: no second decoder reads the host's bytes, so the arguments the gate records
-   and the server receives are exactly the ones the host wrote. JSON that is not a JSON-RPC
-   message (a params that is not an object, a method that is not a string) is refused with the
-   SDK's reason: ``INVALID_REQUEST``.
+2. The message is the value that parser returned, never the text read again: no second
+   decoder reads the host's bytes, so the arguments the gate records and the server receives
+   are exactly the ones the host wrote. JSON that is not a JSON-RPC 2.0 message (not an object,
+   no ``"jsonrpc": "2.0"``, a method that is not a string, params that are not an object, a
+   response with neither or both of result and error) is refused, saying which:
+   ``INVALID_REQUEST``.
 3. A refused request is answered with a JSON-RPC error naming why (to a null id when its id
    cannot be read exactly: a float, a boolean, an integer beyond 2^53), to the id read from the
    line's top level (``rawjson.top_level``, no recursion, as far as the text reads; for a line
@@ -25,12 +26,9 @@ Rules:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
-
-import mcp_types as types
-from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
 
 from core import canonical
 from core.errors import HostLineTooLong, JSONRefused, NestedTooDeeply
@@ -39,9 +37,10 @@ from core.proxy import rawjson
 MAX_LINE = 8 * 1024 * 1024  # bytes of one line, its newline not counted; as from a server
 MAX_DEPTH = rawjson.MAX_DEPTH  # levels of arrays and objects in one message; as from a server
 TAIL = 64 * 1024  # bytes of a line too long kept from its end, where its id may be
-PARSE_ERROR = types.PARSE_ERROR
-INVALID_REQUEST = types.INVALID_REQUEST
+PARSE_ERROR = -32700  # JSON-RPC 2.0's codes
+INVALID_REQUEST = -32600
 _NEEDED = ("id", "method")
+Message = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -49,10 +48,10 @@ class Refused:
     """A line the proxy does not pass on: why, and the answer the host gets (None: no id)."""
 
     why: str
-    answer: types.JSONRPCError | None
+    answer: Message | None
 
 
-def read_line(line: bytes) -> SessionMessage | Refused | None:
+def read_line(line: bytes) -> Message | Refused | None:
     """The message ``line`` holds, exactly as written, or why it is refused; None for a blank
     line. ``line`` may end with its newline. Never raises."""
     line = line.rstrip(b"\r\n")
@@ -67,17 +66,41 @@ def read_line(line: bytes) -> SessionMessage | Refused | None:
         return _refused(line, PARSE_ERROR, f"{e} [{type(e).__name__}]")
     request_id = value.get("id") if isinstance(value, dict) else None
     request = isinstance(value, dict) and _is_request(value)
-    if request and _valid_id(request_id) is None:  # the SDK would take it for a notification
+    if request and _valid_id(request_id) is None:  # it could be taken for a notification
         why = "not a JSON-RPC message: id: must be a string or an integer"
         return Refused(why, _answer(True, None, INVALID_REQUEST, why))
-    try:
-        message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(part) for part in first["loc"][1:]) or "the message"
-        why = f"not a JSON-RPC message: {where}: {first['msg']}"
+    wrong = _not_a_message(value)
+    if wrong:
+        why = f"not a JSON-RPC message: {wrong}"
         return Refused(why, _answer(request, _valid_id(request_id), INVALID_REQUEST, why))
-    return SessionMessage(message)
+    assert isinstance(value, dict)  # _not_a_message says so otherwise
+    return value
+
+
+def _not_a_message(value: Any) -> str:
+    """What makes ``value`` no JSON-RPC 2.0 message, or "" (rule 2)."""
+    if not isinstance(value, dict):
+        return "the message: not an object (a batch is not read)"
+    if value.get("jsonrpc") != "2.0":
+        return 'jsonrpc: must be "2.0"'
+    if "method" in value:
+        if not isinstance(value["method"], str):
+            return "method: must be a string"
+        if "params" in value and not isinstance(value["params"], dict):
+            return "params: must be an object"
+        return ""
+    if "id" not in value or (_valid_id(value["id"]) is None and value["id"] is not None):
+        return "id: a response needs the string or integer id it answers"
+    if ("result" in value) == ("error" in value):
+        return "a response has exactly one of result and error"
+    error = value.get("error")
+    if "error" in value and not (
+        isinstance(error, dict)
+        and type(error.get("code")) is int
+        and isinstance(error.get("message"), str)
+    ):
+        return "error: must be an object with an integer code and a string message"
+    return ""
 
 
 def too_long(head: bytes, tail: bytes = b"") -> Refused:
@@ -116,15 +139,11 @@ def _request_id(members: dict[str, bytes]) -> tuple[bool, int | str | None]:
         return True, None
 
 
-def _answer(
-    answered: bool, request_id: int | str | None, code: int, why: str
-) -> types.JSONRPCError | None:
+def _answer(answered: bool, request_id: int | str | None, code: int, why: str) -> Message | None:
     if not answered:
         return None
     text = f"Signoff's proxy cannot read this request, so nothing was run: {why}"
-    return types.JSONRPCError(
-        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=text)
-    )
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": text}}
 
 
 def _is_request(value: dict[str, Any]) -> bool:
@@ -140,6 +159,7 @@ def _refuse_too_deep(line: bytes) -> None:
         raise NestedTooDeeply(f"the message is nested deeper than {MAX_DEPTH} levels")
 
 
-def dump(message: SessionMessage) -> bytes:
-    """A message to the host as one line, its newline included."""
-    return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+def dump(message: Message) -> bytes:
+    """A message to the host as one line, its newline included: the values as they are (the
+    server's result as it sent it, core/proxy/results.py), in the order they are in."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"

@@ -1,9 +1,9 @@
-"""The proxy's stdio with the host: the host's bytes go to Signoff's reader before the SDK.
+"""The proxy's stdio with the host: the host's bytes go to Signoff's reader, and nothing else.
 
 The SDK's ``stdio_server`` decodes each line itself (invalid UTF-8 as U+FFFD, then pydantic's
 JSON decoder: the last of a key named twice wins, ``0.10000000000000001`` becomes ``0.1``), so
-the proxy reads its stdin itself and hands the SDK's server the same memory streams
-``stdio_server`` would, filled with what ``core.proxy.hostline`` read exactly:
+the proxy reads its stdin itself and hands its host session (core/proxy/hostsession.py) the
+messages ``core.proxy.hostline`` read exactly:
 
 - each line is read as bytes, at most ``MAX_LINE`` of them kept (the rest of a longer line is
   read and dropped but for its last ``TAIL`` bytes, where its id may be, and the line refused
@@ -26,14 +26,13 @@ from typing import BinaryIO, Literal
 import anyio
 import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.shared.message import SessionMessage
 
-from core.proxy.hostline import MAX_LINE, TAIL, Refused, dump, read_line, too_long
+from core.proxy.hostline import MAX_LINE, TAIL, Message, Refused, dump, read_line, too_long
 
 log = logging.getLogger("signoff.proxy")
 
-Read = MemoryObjectReceiveStream[SessionMessage | Exception]
-Write = MemoryObjectSendStream[SessionMessage]
+Read = MemoryObjectReceiveStream[Message]
+Write = MemoryObjectSendStream[Message]
 _DRAIN = 1 << 20  # bytes read at a time from the part of a line past MAX_LINE
 
 
@@ -41,14 +40,15 @@ _DRAIN = 1 << 20  # bytes read at a time from the part of a line past MAX_LINE
 async def host_stdio(
     stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
 ) -> AsyncIterator[tuple[Read, Write]]:
-    """The streams the SDK's server runs on, over this process's stdin and stdout (or the
-    binary files given)."""
+    """The host's messages and a stream of messages to the host, over this process's stdin and
+    stdout (or the binary files given)."""
     with (
         _claimed(0, "rb", lambda: os.open(os.devnull, os.O_RDONLY), given=stdin) as source,
         _claimed(1, "wb", lambda: os.dup(2), given=stdout) as sink,
     ):
-        to_server, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        write, to_host = anyio.create_memory_object_stream[SessionMessage](0)
+        to_server, read = anyio.create_memory_object_stream[Message](0)
+        # Messages to the host wait in order while the host is slow to read, never the sender.
+        write, to_host = anyio.create_memory_object_stream[Message](1024)
         async with anyio.create_task_group() as tg:
             tg.start_soon(_read_host, source, to_server, write.clone())
             tg.start_soon(_write_host, sink, to_host)
@@ -56,7 +56,7 @@ async def host_stdio(
 
 
 async def _read_host(
-    source: BinaryIO, to_server: MemoryObjectSendStream[SessionMessage | Exception], answers: Write
+    source: BinaryIO, to_server: MemoryObjectSendStream[Message], answers: Write
 ) -> None:
     async with to_server, answers:
         async for line in _lines(source):
@@ -67,15 +67,15 @@ async def _read_host(
                 continue
             if verdict is None:
                 continue
-            if isinstance(verdict, SessionMessage):
+            if not isinstance(verdict, Refused):
                 await to_server.send(verdict)
                 continue
             if verdict.answer is None:
                 log.warning("refused a line from the host with no id to answer: %s", verdict.why)
                 continue
-            log.warning("refused request %r from the host: %s", verdict.answer.id, verdict.why)
+            log.warning("refused request %r from the host: %s", verdict.answer["id"], verdict.why)
             try:
-                await answers.send(SessionMessage(verdict.answer))
+                await answers.send(verdict.answer)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 log.warning("the refusal could not be sent: the connection is closing")
 
@@ -103,10 +103,15 @@ async def _read(source: BinaryIO, limit: int) -> bytes:
     return await anyio.to_thread.run_sync(source.readline, limit, abandon_on_cancel=True)
 
 
-async def _write_host(sink: BinaryIO, to_host: MemoryObjectReceiveStream[SessionMessage]) -> None:
+async def _write_host(sink: BinaryIO, to_host: MemoryObjectReceiveStream[Message]) -> None:
     async with to_host:
         async for message in to_host:
             data = dump(message)
+            while True:  # what else waits goes in the same write
+                try:
+                    data += dump(to_host.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
             await anyio.to_thread.run_sync(_write, sink, data)
 
 

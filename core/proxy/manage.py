@@ -28,6 +28,7 @@ from core.proxy.pins import ListedTool
 from core.store import Store, utc_now
 from core.tools import SideEffect
 
+OWN_SETTINGS = ("call_timeout_seconds", "result_limit_bytes")  # a server may have its own
 TIMINGS = ("hold_seconds", "duplicate_window_seconds", "call_timeout_seconds",
            "cancel_grace_seconds", "grant_ttl_seconds")  # fmt: skip
 
@@ -164,11 +165,21 @@ def set_call_timeout(
     path: Path, seconds: float | None, server: str, tool: str | None = None
 ) -> Config:
     """A server's or (``tool``) a tool's own call timeout; None returns it to the one above."""
+    return set_own(path, "call_timeout_seconds", seconds, server, tool)
+
+
+def set_own(
+    path: Path, name: str, value: float | None, server: str, tool: str | None = None
+) -> Config:
+    """A server's or (``tool``) a tool's own setting (``OWN_SETTINGS``); None returns it to the
+    one above."""
+    if name not in OWN_SETTINGS:
+        raise ConfigError(f"{name} is not a setting of a server's own")
     editor = Editor(path)
     if server not in _servers(editor):
         raise ConfigError(f"no server {server}")
     table = _tool_table(editor, server, tool) if tool else editor.table("servers", server)
-    _put(table, "call_timeout_seconds", seconds)
+    _put(table, name, value)
     return editor.save()
 
 
@@ -188,7 +199,7 @@ def set_policy(
     """Class rules and top-level settings in one save: all of them, or (refused) none."""
     editor = Editor(path)
     for name, value in settings.items():
-        if name not in (*TIMINGS, "notifications"):
+        if name not in (*TIMINGS, "notifications", "result_limit_bytes"):
             raise ConfigError(f"{name} is not a setting")
         _put(editor.document, name, value)
     if rules:

@@ -36,14 +36,13 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import mcp_types as types
-
-from core import canonical, effects
+from core import canonical, effects, kept_results
 from core.decisions import Decision
-from core.errors import OperatorKeyUnavailable, RunLeased, RunStateError
+from core.errors import OperatorKeyUnavailable, RunLeased, RunStateError, UpstreamRefused
 from core.gate import Gate, Verdict, VerdictOutcome
 from core.lease import is_live
 from core.proxy import answers, wake
+from core.proxy.answers import Result
 from core.proxy.cancel import host_gave_up
 from core.proxy.offered import Exposed
 from core.records import TERMINAL
@@ -54,7 +53,7 @@ POLL_SECONDS = 0.05
 KEY_RETRY_SECONDS = 1.0  # an operator key that cannot be read is tried again this often
 
 # The proxy's next step for a run given its verdict: executed, refused, ended or held.
-AfterVerdict = Callable[[Exposed, Any, Verdict], Awaitable[types.CallToolResult]]
+AfterVerdict = Callable[[Exposed, Any, Verdict], Awaitable[Result]]
 
 
 class Recall:
@@ -81,7 +80,7 @@ class Recall:
 
     # --- the re-call paths --------------------------------------------------------------
 
-    async def hold(self, exposed: Exposed, run_id: str) -> types.CallToolResult:
+    async def hold(self, exposed: Exposed, run_id: str) -> Result:
         deadline = time.monotonic() + self._hold_seconds()
         while True:
             row = self.waiting_approval(run_id)
@@ -91,12 +90,11 @@ class Recall:
             if status == "approved":
                 return await self.resume_waiting(exposed, run_id, hold=False)
             if time.monotonic() >= deadline or host_gave_up():
-                return answers.pending(exposed.name, approval_id, request_hash, kind=kind)
+                return answers.pending(exposed.name, approval_id, request_hash, kind=kind,
+                                       error=_output(exposed))  # fmt: skip
             await asyncio.sleep(POLL_SECONDS)
 
-    async def resume_waiting(
-        self, exposed: Exposed, run_id: str, *, hold: bool = True
-    ) -> types.CallToolResult:
+    async def resume_waiting(self, exposed: Exposed, run_id: str, *, hold: bool = True) -> Result:
         row = self.waiting_approval(run_id)
         if row is None:
             return await self.await_outcome(exposed, run_id, self._deadline())
@@ -104,7 +102,9 @@ class Recall:
             return (
                 await self.hold(exposed, run_id)
                 if hold
-                else answers.pending(exposed.name, row[0], row[2], kind=row[3])
+                else answers.pending(
+                    exposed.name, row[0], row[2], kind=row[3], error=_output(exposed)
+                )
             )
         deadline = self._deadline()
         while True:
@@ -131,7 +131,7 @@ class Recall:
             return answers.text("Signoff: this call's run is in an unexpected state", error=True)
         return await self._after_verdict(exposed, session, verdict)
 
-    async def unfinished(self, exposed: Exposed, run_id: str) -> types.CallToolResult | None:
+    async def unfinished(self, exposed: Exposed, run_id: str) -> Result | None:
         """An identical mutating call whose run never finished: under way in another process,
         or cut off (its process died, or its outcome could not be recorded). It is never
         started again on its own: one cut off after its start waits for the operator ("started,
@@ -164,12 +164,10 @@ class Recall:
             wake.wake("approval")
             approval = verdict.approval
             return answers.pending(exposed.name, approval.id, approval.request_hash,
-                            kind=approval.kind)  # fmt: skip
+                                   kind=approval.kind, error=_output(exposed))  # fmt: skip
         return self.collect_answer(exposed, run_id)
 
-    async def await_outcome(
-        self, exposed: Exposed, run_id: str, deadline: float
-    ) -> types.CallToolResult:
+    async def await_outcome(self, exposed: Exposed, run_id: str, deadline: float) -> Result:
         """A run of this call that another proxy is making (its grant executed there, or the
         same call made there): its outcome once it has one, held again if it waits for the
         operator; at the deadline, that it is under way."""
@@ -185,7 +183,7 @@ class Recall:
                 return answers.under_way(run_id)
             await asyncio.sleep(POLL_SECONDS)
 
-    def collect_answer(self, exposed: Exposed, run_id: str) -> types.CallToolResult:
+    def collect_answer(self, exposed: Exposed, run_id: str) -> Result:
         with self.store.snapshot() as conn:
             status, reason = conn.execute(
                 "SELECT status, end_reason FROM runs WHERE id = ?", (run_id,)
@@ -195,6 +193,7 @@ class Recall:
                 " ORDER BY idx DESC LIMIT 1",
                 (run_id,),
             ).fetchone()
+            whole = kept_results.read(conn, run_id)
         self.mark_collected(run_id)
         observation = canonical.loads(step[0]) if step and step[0] else {}
         if not isinstance(observation, dict):
@@ -209,7 +208,11 @@ class Recall:
                 error=True,
             )
         if status == "COMPLETED" or observation.get("ok") is True:
-            return answers.from_record(observation)
+            return answers.from_record(observation, whole)
+        detail = observation.get("detail")
+        error = detail.get("rpc_error") if isinstance(detail, dict) else None
+        if isinstance(error, dict):
+            raise UpstreamRefused(str(observation.get("error")), dict(error))
         return answers.text(f"Signoff: this call ended {status.lower()} ({reason}).", error=True)
 
     def _deadline(self) -> float:
@@ -288,7 +291,14 @@ class Recall:
 
     def mark_collected(self, run_id: str) -> None:
         with self.store.transaction() as tx:
-            collect(tx, run_id, at=format_time_now())
+            if collect(tx, run_id, at=format_time_now()):
+                kept_results.forget(tx, run_id)  # handed back: no re-call needs it now
+
+
+def _output(exposed: Exposed) -> bool:
+    """Whether a pending answer is an error to the host: for a tool declaring an output
+    schema, whose results a host checks unless they are errors (core/proxy/answers.py)."""
+    return exposed.state.tool.has_output_schema
 
 
 def close_run(session: Any, decision: Decision) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 import logging
 import secrets
@@ -38,11 +39,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import mcp_types as types
-
-from core import canonical, present
+from core import canonical, kept_results, present
 from core.decisions import Decision
-from core.errors import SignoffError
+from core.errors import (
+    SignoffError,
+    ToolFailed,
+    UpstreamAnswerTooLarge,
+    UpstreamAnswerUnreadable,
+    UpstreamRefused,
+)
 from core.gate import Gate, GateConfig, Verdict, VerdictOutcome
 from core.limits import Limits
 from core.own_files import OwnFiles, working_directory
@@ -55,14 +60,14 @@ from core.policy import (
     PolicyRequest,
     behind_duplicate_rule,
 )
-from core.proxy import answers, config_record, host_identity, wake
-from core.proxy.answers import STATUS_TOOL
-from core.proxy.cancel import HOST_CANCEL, host_gave_up
+from core.proxy import answers, config_record, host_identity, results, wake
+from core.proxy.answers import STATUS_TOOL, Result
+from core.proxy.cancel import HOST_CALL, HostCall, current, host_gave_up
 from core.proxy.config import Config, stamp
 from core.proxy.offered import Exposed, Offered
 from core.proxy.recall import Raced, Recall, close_run, format_time_now, still_latest
 from core.proxy.servers import Servers
-from core.proxy.upstream import Cancelled, Upstream
+from core.proxy.upstream import CEILING, Cancelled, Greeting, OnMessage, Upstream
 from core.records import pending_requests
 from core.store import Store
 from core.tools import SideEffect, Tool
@@ -145,7 +150,12 @@ class Proxy:
             offered=self.offered,
             timeout=lambda server, tool: self._timeouts.call_timeout(server, tool),
             grace=lambda: self.config.cancel_grace_seconds,
+            on_message=self._from_server,
+            # A result is read whole well past its limit, to be cut rather than dropped.
+            ceiling=lambda server: max(CEILING, 4 * self._timeouts.result_limit(server)),
         )
+        self.on_server_message: OnMessage | None = None  # the host session's, once it serves
+        self.roots: dict[str, Any] = {}  # the roots each server was last given by the host
         self.policy = ProxyRules(
             config.policy(), OwnFiles.of(store.path, config_path, cwd=working_directory())
         )
@@ -159,7 +169,7 @@ class Proxy:
             wall=clock_wall,
             after_verdict=self._after_verdict,
         )
-        self._calls: set[asyncio.Future[types.CallToolResult]] = set()  # the host's, in flight
+        self._calls: set[asyncio.Future[Result]] = set()  # the host's, in flight
         # The host before (or without) its initialize: its launching process alone (rule 4).
         self.launcher = host_identity.launcher()
         self.host = host_identity.identify(None, self.launcher)
@@ -174,8 +184,14 @@ class Proxy:
 
     # --- starting -----------------------------------------------------------------------
 
-    async def start(self) -> None:
-        await self.servers.start(self.names)
+    async def spawn(self) -> None:
+        """Start the servers' processes, before the host's ``initialize`` greets them."""
+        await self.servers.spawn(self.names)
+
+    async def start(self, greeting: Greeting | None = None) -> None:
+        """Greet the servers (as the host's ``greeting`` says, when there is one), pin their
+        listings and make the gate."""
+        await self.servers.start(self.names, greeting)
         self.offered.expose(self.servers.listings)
         tools = [self._gate_tool(e) for e in self.exposed.values()]
         self.gate = Gate(
@@ -192,7 +208,22 @@ class Proxy:
         server, tool_name, fixed = exposed.server, state.tool.name, state.fixed
 
         async def call_upstream(arguments: dict[str, Any]) -> Any:
-            return await self.servers.call(server, tool_name, {**arguments, **fixed})
+            """The server's answer as the host will receive it (``HostCall.answer``), and its
+            record (core/proxy/results.py) as what the gate records."""
+            call = current()
+            try:
+                answer = await self.servers.call(server, tool_name, {**arguments, **fixed})
+            except UpstreamRefused as e:  # its JSON-RPC error reaches the host unchanged
+                call.error = e.error
+                raise ToolFailed(str(e), {"rpc_error": e.error}) from None
+            except UpstreamAnswerUnreadable as e:  # it answered: it ran (servers.py rule 4)
+                size = e.size if isinstance(e, UpstreamAnswerTooLarge) else 0
+                shaped = results.unreadable(f"{e} [{type(e).__name__}]", size)
+            else:
+                limit = self._timeouts.result_limit(server)
+                shaped = results.shape(answer.result, len(answer.raw), limit, server)
+            call.answer, call.whole = shaped.result, shaped.whole
+            return shaped.record
 
         return Tool(
             exposed.gate_name,
@@ -208,8 +239,10 @@ class Proxy:
 
     # --- serving ------------------------------------------------------------------------
 
-    def list_tools(self) -> list[types.Tool]:
-        return self.offered.listing()
+    def list_tools(self) -> list[dict[str, Any]]:
+        listed: list[Any] = self.offered.listing()  # package C: the servers' own objects
+        return [t if isinstance(t, dict) else t.model_dump(by_alias=True, exclude_none=True)
+                for t in listed]  # fmt: skip
 
     def reload_rules(self) -> bool:
         """Take up the rules and timings in force, when they changed.
@@ -256,25 +289,35 @@ class Proxy:
         with self.store.snapshot() as conn:
             return (stamp(self.config_path), config_record.generation(conn))
 
-    def host_of(self, client_params: Any) -> host_identity.Host:
-        """The host of a call: the ``clientInfo`` of the session's ``initialize`` (the SDK's
-        ``client_params``, None when it gave none) and this proxy's launching process."""
-        return host_identity.identify(getattr(client_params, "client_info", None), self.launcher)
+    def host_of(self, client_info: Any) -> host_identity.Host:
+        """The host of a call: the ``clientInfo`` of the session's ``initialize`` (None when it
+        gave none) and this proxy's launching process."""
+        return host_identity.identify(client_info, self.launcher)
 
     async def serve_call(
-        self, name: str, arguments: dict[str, Any] | None, host: host_identity.Host | None = None
-    ) -> types.CallToolResult:
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        host: host_identity.Host | None = None,
+        *,
+        cancelled: Cancelled | None = None,
+        progress: str | int | None = None,
+    ) -> Result:
         """A host's call, made in a task of its own that the host's cancellation (or its going
         away) does not interrupt: an upstream call in flight is cancelled at the server and its
-        outcome recorded (rule 3); a hold ends at once."""
-        cancelled = asyncio.Event()
-        task = asyncio.ensure_future(self.call(name, arguments, cancelled, host=host))
+        outcome recorded (rule 3); a hold ends at once. ``cancelled``: set by the host's
+        cancellation (one of its own when not given, set when this task is cancelled);
+        ``progress``: the host's progress token."""
+        own = asyncio.Event()
+        task = asyncio.ensure_future(
+            self.call(name, arguments, cancelled or own, host=host, progress=progress)
+        )
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
-            cancelled.set()
+            own.set()
             raise
 
     async def call(
@@ -284,10 +327,13 @@ class Proxy:
         cancelled: Cancelled | None = None,
         *,
         host: host_identity.Host | None = None,
-    ) -> types.CallToolResult:
-        """``cancelled``: set when the host gave up on this call (rule 3); ``host``: who made it
-        (rule 4), this proxy's ``host`` when not given."""
-        HOST_CANCEL.set(cancelled)  # this call's task's own context
+        progress: str | int | None = None,
+    ) -> Result:
+        """The ``result`` the host receives for its call. ``cancelled``: set when the host gave
+        up on this call (rule 3); ``host``: who made it (rule 4), this proxy's ``host`` when not
+        given; ``progress``: the host's progress token. A server's JSON-RPC error to the call
+        is raised (``UpstreamRefused``), to reach the host as that error."""
+        HOST_CALL.set(HostCall(cancelled, progress))  # this call's task's own context
         self.reload_rules()
         host = host or self.host
         if name == STATUS_TOOL:
@@ -324,7 +370,7 @@ class Proxy:
 
     async def _call(
         self, exposed: Exposed, arguments: str, key: str, host: host_identity.Host
-    ) -> types.CallToolResult:
+    ) -> Result:
         gate = self._require_gate()
         # Taken first: a run of this call begun by anyone after this is seen at the begin.
         latest = self.recall.latest_of_any_host(key)
@@ -367,7 +413,14 @@ class Proxy:
                     max_consecutive_failures=None,
                     grant_ttl_seconds=self.config.grant_ttl_seconds or None,
                 ),
-                call=CallLabel(exposed.server, exposed.state.tool.name, key, host.id, host.label),
+                call=CallLabel(
+                    exposed.server,
+                    exposed.state.tool.name,
+                    key,
+                    host.id,
+                    host.label,
+                    self.roots.get(exposed.server),
+                ),
                 check=still_latest(key, latest),
             )
         except Raced:  # another proxy began a run for this call since: look again
@@ -387,9 +440,7 @@ class Proxy:
             self.policy.duplicate_of = None
         return await self._after_verdict(exposed, session, verdict)
 
-    async def _after_verdict(
-        self, exposed: Exposed, session: Any, verdict: Verdict
-    ) -> types.CallToolResult:
+    async def _after_verdict(self, exposed: Exposed, session: Any, verdict: Verdict) -> Result:
         run_id = session.run_id
         if verdict.outcome == VerdictOutcome.ALLOWED:
             return await self._execute(exposed, session)
@@ -404,16 +455,22 @@ class Proxy:
         self.recall.mark_collected(run_id)
         return answers.text(f"Signoff ended this call: {verdict.reason}", error=True)
 
-    async def _execute(self, exposed: Exposed, session: Any) -> types.CallToolResult:
+    async def _execute(self, exposed: Exposed, session: Any) -> Result:
         step = session.current()
         run_id = session.run_id
+        call = current()
 
         def handed_back(tx: Any, _: Any) -> None:
             # The tool is terminal: a result ends the run, and is marked handed back, in the
             # transaction of its outcome (one commit instead of three); not when the host
-            # gave up on the call, whose re-call collects it.
+            # gave up on the call, whose re-call collects it, from the whole of a large result
+            # kept for it meanwhile (core/kept_results.py).
+            at = format_time_now()
             if not host_gave_up():
-                collect(tx, run_id, at=format_time_now())
+                collect(tx, run_id, at=at)
+            elif call.whole is not None and call.answer is not None:
+                digest = hashlib.sha256(call.whole).hexdigest()
+                kept_results.keep(tx, run_id, digest, call.whole, at)
 
         try:
             observation = await step.execute(also=handed_back)
@@ -435,9 +492,14 @@ class Proxy:
             wake.wake("approval")
             approval = observation.approval
             return answers.pending(exposed.name, approval.id, approval.request_hash,
-                            kind=approval.kind)  # fmt: skip
+                                   kind=approval.kind,
+                                   error=exposed.state.tool.has_output_schema)  # fmt: skip
         wake.wake("ended")
-        return answers.result(observation)
+        if call.error is not None:
+            raise UpstreamRefused(observation.error or "", call.error)
+        if not observation.ok or call.answer is None:
+            return answers.text(f"The tool failed: {observation.error}", error=True)
+        return call.answer
 
     def status(self, host: host_identity.Host | None = None) -> str:
         """What waits for the operator among the calls this host made (rule 4), never another
@@ -467,6 +529,20 @@ class Proxy:
             await asyncio.wait(set(self._calls), timeout=self.config.cancel_grace_seconds + 1)
         await self.servers.close()
 
+    def instructions(self) -> str | None:
+        """What the host is told of the servers in ``initialize`` (core/proxy/instructions.py),
+        once started."""
+        return None
+
+    async def _from_server(self, upstream: Upstream, message: dict[str, Any]) -> Any:
+        """A server's own request or notification: the host session's to answer or pass on
+        (core/proxy/hostsession.py rule 5), or, with no host, logged."""
+        if self.on_server_message is not None:
+            return await self.on_server_message(upstream, message)
+        if "id" not in message:
+            upstream.note(f"{message.get('method')} not passed on: no host".encode()[:300])
+        return None
+
     # --- internals ----------------------------------------------------------------------
 
     def _require_gate(self) -> Gate:
@@ -491,50 +567,3 @@ def _call_key(exposed: Exposed, spec_hash: str, arguments: Any) -> str:
             "arguments": arguments,
         }
     )
-
-
-async def serve(
-    config: Config,
-    names: list[str],
-    store: Store,
-    *,
-    log_dir: Path,
-    hold_seconds: float | None = None,
-    config_path: Path | None = None,
-    rules_problem: str = "",
-) -> None:
-    """Run the proxy over this process's stdin and stdout until the host closes them."""
-    from mcp.server.lowlevel.server import Server
-
-    from core.proxy.hoststdio import host_stdio
-
-    proxy = Proxy(
-        config, names, store, log_dir=log_dir, hold_seconds=hold_seconds,
-        config_path=config_path, rules_problem=rules_problem,
-    )  # fmt: skip
-    await proxy.start()
-
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=proxy.list_tools())
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        try:
-            host = proxy.host_of(ctx.session.client_params)
-            return await proxy.serve_call(params.name, params.arguments, host)
-        except SignoffError as e:  # a named refusal, shown to the host, never a crash
-            return answers.text(f"Signoff: {e} [{type(e).__name__}]", error=True)
-
-    server: Server[Any] = Server(
-        "signoff",
-        version="0.1",
-        instructions="Tool calls pass through Signoff: some wait for the operator's approval.",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
-    try:
-        # The host's lines are read by Signoff's parser first (core/proxy/hostline.py): a
-        # line it refuses is answered by name and never reaches the server below.
-        async with host_stdio() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-    finally:
-        await proxy.close()

@@ -11,10 +11,17 @@ Rules:
 3. A call past its timeout (its tool's, its server's, or the top-level one) is cancelled the
    same way as a host's (core/proxy/server.py rule 3), and the server is stopped only when it
    no longer answers a ping.
+4. A server that answered a call ran it, whatever its answer: one too large to read, one
+   Signoff cannot read exactly, or a result that is not an object is the call's answer
+   (``UpstreamAnswerUnreadable``, passed up), never an unknown outcome. Only a call whose answer
+   never came, or whose answer's id could not be read, has an unknown outcome.
+5. The servers' processes are started as soon as the proxy is (``spawn``), and greeted when the
+   host has said who it is (``start`` with the host's ``Greeting``); a restart greets the same.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,20 +29,18 @@ from typing import Any
 
 from core.errors import (
     OutcomeUnknown,
-    UpstreamAnswerUnreadable,
     UpstreamCancelled,
     UpstreamError,
     UpstreamGone,
     UpstreamNotDelivered,
-    UpstreamProtocolError,
     UpstreamTimeout,
 )
-from core.proxy import answers, status
-from core.proxy.cancel import HOST_CANCEL, host_gave_up
+from core.proxy import status
+from core.proxy.cancel import current, host_gave_up
 from core.proxy.config import ServerConfig
 from core.proxy.offered import Offered
 from core.proxy.pins import Listing, read_listing
-from core.proxy.upstream import Upstream
+from core.proxy.upstream import Answer, Greeting, OnMessage, Upstream
 
 log = logging.getLogger("signoff.proxy")
 
@@ -58,6 +63,8 @@ class Servers:
         offered: Offered,
         timeout: Callable[[str, str], float],
         grace: Callable[[], float],
+        on_message: OnMessage | None = None,
+        ceiling: Callable[[str], int] | None = None,
     ) -> None:
         self.configured = configured
         self.log_dir = log_dir
@@ -65,54 +72,92 @@ class Servers:
         self.upstreams: dict[str, Upstream] = {}
         self.listings: dict[str, Listing] = {}
         self.problems: dict[str, str] = {}  # server -> why it offers nothing
+        self.greeting = Greeting()
         self._offered = offered
         self._timeout = timeout
         self._grace = grace
+        self._on_message = on_message
+        self._ceiling = ceiling
+        self._spawned: dict[str, Upstream] = {}
 
-    async def start(self, names: list[str]) -> None:
+    def _upstream(self, server: ServerConfig) -> Upstream:
+        kwargs = {} if self._ceiling is None else {"ceiling": self._ceiling(server.name)}
+        return Upstream(server, self.log_dir / f"{server.name}.log",
+                        on_message=self._on_message, **kwargs)  # fmt: skip
+
+    async def spawn(self, names: list[str]) -> None:
+        """Start the servers' processes, to be greeted by ``start`` (rule 5); one that cannot
+        start is tried again there, and its failure reported then."""
         for name in names:
-            server = self.configured[name]
+            upstream = self._upstream(self.configured[name])
             try:
-                upstream, listing = await self.connect(server)
-            except Exception as e:  # one bad server never takes the others down
-                self.problems[name] = f"{e} [{type(e).__name__}]"
+                await upstream.spawn()
+            except UpstreamError:
+                continue
+            self._spawned[name] = upstream
+
+    async def start(self, names: list[str], greeting: Greeting | None = None) -> None:
+        """Greet each server (started now if ``spawn`` did not), all at once, and pin its
+        listing; one that fails offers nothing and is reported, never taking the others down."""
+        self.greeting = greeting or Greeting()
+        connected = await asyncio.gather(
+            *(self.connect(self.configured[name], self._spawned.pop(name, None))
+              for name in names),
+            return_exceptions=True,
+        )  # fmt: skip
+        for name, outcome in zip(names, connected, strict=True):
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, Exception):
+                    raise outcome
+                self.problems[name] = f"{outcome} [{type(outcome).__name__}]"
                 log.error("server %s offers nothing: %s", name, self.problems[name])
                 status.record(self.status_dir, name, None, self.problems[name])
                 continue
+            upstream, listing = outcome
             status.record(self.status_dir, name, listing)
             self.upstreams[name] = upstream
             self.listings[name] = listing
             for what, why in listing.dropped:
                 log.warning("server %s: dropped %s: %s", name, what, why)
 
-    async def connect(self, server: ServerConfig) -> tuple[Upstream, Listing]:
-        upstream = Upstream(server, self.log_dir / f"{server.name}.log")
-        await upstream.start(START_TIMEOUT)
+    async def connect(
+        self, server: ServerConfig, upstream: Upstream | None = None
+    ) -> tuple[Upstream, Listing]:
+        if upstream is None:
+            upstream = self._upstream(server)
+            await upstream.spawn()
         try:
+            await upstream.handshake(START_TIMEOUT, self.greeting)
             pages = await upstream.list_tools(START_TIMEOUT)
             return upstream, read_listing(pages)
         except BaseException:
             await upstream.close()
             raise
 
-    async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
+    async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Answer:
+        """The server's answer to the call (rule 4); the host's progress token, when it gave
+        one, goes with it (core/proxy/cancel.py)."""
         upstream = self.upstreams.get(server)
         if upstream is None or not upstream.alive:
             upstream = await self.restart(server, tool)
         if host_gave_up():
             raise RuntimeError("the host cancelled the call before it was sent to the server")
-        cancelled = HOST_CANCEL.get()
+        call = current()
         timeout = self._timeout(server, tool)
         grace = self._grace()
+        meta = None if call.progress is None else {"progressToken": call.progress}
+
+        async def send(upstream: Upstream) -> Answer:
+            return await upstream.call_tool(tool, arguments, timeout, grace=grace,
+                                            cancelled=call.cancelled, meta=meta)  # fmt: skip
+
         try:
             try:
-                result = await upstream.call_tool(tool, arguments, timeout, grace=grace,
-                                                  cancelled=cancelled)  # fmt: skip
+                return await send(upstream)
             except UpstreamNotDelivered:
                 # It died between calls before we noticed: this call was never made.
                 upstream = await self.restart(server, tool)
-                result = await upstream.call_tool(tool, arguments, timeout, grace=grace,
-                                                  cancelled=cancelled)  # fmt: skip
+                return await send(upstream)
         except UpstreamTimeout as e:
             # Cancelled at the server, and not answered. One that still answers a ping keeps
             # running, with its session's state; one that does not is stopped, and the next
@@ -122,11 +167,8 @@ class Servers:
             raise OutcomeUnknown(str(e)) from None
         except UpstreamNotDelivered as e:  # twice: it was not made, and did not run
             raise RuntimeError(str(e)) from None
-        except (UpstreamGone, UpstreamAnswerUnreadable, UpstreamCancelled) as e:
+        except (UpstreamGone, UpstreamCancelled) as e:
             raise OutcomeUnknown(str(e)) from None  # it reached the server
-        except UpstreamProtocolError as e:  # a JSON-RPC error: the server's own refusal
-            raise RuntimeError(f"the server refused the call: {e}") from None
-        return answers.flatten(result)
 
     async def restart(self, server: str, tool: str) -> Upstream:
         """Start a server that died between calls, withdrawing what its new listing no longer

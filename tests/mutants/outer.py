@@ -7,6 +7,25 @@ from tests.mutants.mutation import Mutation
 OUTER: tuple[Mutation, ...] = (
     # --- the proxy ---------------------------------------------------------------------------
     Mutation(
+        "the host gets only the content of a result",
+        "G-PROXY-1",
+        "core/proxy/server.py",
+        "            call.answer, call.whole = shaped.result, shaped.whole\n",
+        '            call.answer, call.whole = {"content": shaped.result.get("content")}, None\n',
+        "structuredContent, isError, _meta and unknown members of a result never reach the host",
+        "tests/proxy/test_faithful.py::test_a_result_reaches_the_host_as_the_server_sent_it",
+    ),
+    Mutation(
+        "an answer the server sent but Signoff cannot read counts as a failure",
+        "G-CRASH-1",
+        "core/proxy/server.py",
+        "                size = e.size if isinstance(e, UpstreamAnswerTooLarge) else 0\n",
+        "                raise RuntimeError(str(e)) from None\n",
+        "a mutating call the server answered with a line too large to read is recorded as failed,"
+        " as if it had not run",
+        "tests/proxy/test_may_have_run.py::test_a_call_the_server_answered_ran_however_its_answer_reads[too-large-allow]",
+    ),
+    Mutation(
         "the duplicate window is compared the wrong way",
         "G-PROXY-1",
         "core/proxy/server.py",

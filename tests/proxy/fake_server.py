@@ -7,9 +7,13 @@ SCRIPT holds:
   "notes": a file the ``write_note`` tool appends to (its side effect, visible outside),
   "before_listing": lines to print before the tools/list answer (garbage, non-UTF-8 as hex),
   "on_call": {tool: "die" | "hang" | "error" | "ok" | "oversize" | "not_object" |
-  "write_then_hang"} (default ok): "die", "oversize", "not_object" and "write_then_hang"
-  perform write_note first, then die, answer with a line over 8 MiB, answer a result that is
-  not an object, or never answer,
+  "write_then_hang" | "inexact" | "raw" | "progress" | "roots" | "log"} (default ok): "die",
+  "oversize", "not_object", "inexact" and "write_then_hang" perform write_note first, then die,
+  answer with a line of "oversize_bytes" (default 9 MiB), answer a result that is not an
+  object, answer an integer beyond 2^53, or never answer; "raw" answers the text
+  "results"[tool] as its result, byte for byte; "progress" sends notifications/progress for the
+  call's progress token ("steps" of them) before answering; "roots" asks the client for
+  roots/list and answers with what it got; "log" sends a notifications/message first,
   "list_changed": true to send notifications/tools/list_changed after listing,
   "late": write_note acts, then answers after "delay" seconds (default 2) whether or not the
   call was cancelled meanwhile; "cancellable": write_note acts, then waits "delay" seconds
@@ -17,7 +21,10 @@ SCRIPT holds:
   (ping is answered),
   "cancels": a file each notifications/cancelled received is appended to (its params as JSON),
   "starts": a file a line is appended to at each initialize (how often the server started),
-  "calls": a file each tools/call line is appended to exactly as received (what reached it).
+  "calls": a file each tools/call line is appended to exactly as received (what reached it),
+  "greetings": a file each initialize's params are appended to, "levels": each
+  logging/setLevel's, "roots_changed": a line for each notifications/roots/list_changed,
+  "capabilities": what it declares, "instructions": its instructions.
 Tools it answers: read_note (returns the notes), write_note(text) (appends), anything else
 echoes its arguments.
 """
@@ -69,6 +76,9 @@ def main() -> None:
     for line in sys.stdin.buffer:
         message = json.loads(line)
         method, mid = message.get("method"), message.get("id")
+        if method == "notifications/roots/list_changed":
+            append(script.get("roots_changed"), "changed")
+            continue
         if method == "notifications/cancelled":
             params = message.get("params") or {}
             append(script.get("cancels"), json.dumps(params))
@@ -78,14 +88,22 @@ def main() -> None:
             continue
         if method == "initialize":
             append(script.get("starts"), str(os.getpid()))
+            append(script.get("greetings"), json.dumps(message["params"]))
             send(
                 {
                     "jsonrpc": "2.0",
                     "id": mid,
                     "result": {
                         "protocolVersion": message["params"]["protocolVersion"],
-                        "capabilities": {"tools": {"listChanged": True}},
+                        "capabilities": script.get(
+                            "capabilities", {"tools": {"listChanged": True}}
+                        ),
                         "serverInfo": {"name": "fake", "version": "1"},
+                        **(
+                            {"instructions": script["instructions"]}
+                            if "instructions" in script
+                            else {}
+                        ),
                     },
                 }
             )
@@ -113,7 +131,9 @@ def main() -> None:
                     with notes.open("a") as f:
                         f.write(args.get("text", "") + "\n")
                 os._exit(3)
-            if behaviour in ("oversize", "not_object", "write_then_hang") and name == "write_note":
+            if behaviour in ("oversize", "not_object", "write_then_hang", "inexact") and (
+                name == "write_note"
+            ):
                 with notes.open("a") as f:
                     f.write(args.get("text", "") + "\n")
             if behaviour == "oversize":
@@ -122,9 +142,64 @@ def main() -> None:
                     + json.dumps(mid).encode()
                     + b',"result":'
                     + b'{"content":[{"type":"text","text":"'
-                    + b"x" * (9 << 20)
+                    + b"x" * int(script.get("oversize_bytes", 9 << 20))
                     + b'"}]}}'
                 )
+                continue
+            if behaviour == "inexact":
+                send_raw(
+                    b'{"jsonrpc":"2.0","id":'
+                    + json.dumps(mid).encode()
+                    + b',"result":{"content":[],"structuredContent":{"n":9007199254740993}}}'
+                )
+                continue
+            if behaviour == "raw":
+                send_raw(
+                    b'{"jsonrpc":"2.0","id":'
+                    + json.dumps(mid).encode()
+                    + b',"result":'
+                    + script["results"][name].encode()
+                    + b"}"
+                )
+                continue
+            if behaviour == "progress":
+                token = (message["params"].get("_meta") or {}).get("progressToken")
+                for step in range(int(script.get("steps", 3))):
+                    if token is not None:
+                        send(
+                            {
+                                "jsonrpc": "2.0",
+                                "method": "notifications/progress",
+                                "params": {
+                                    "progressToken": token,
+                                    "progress": step + 1,
+                                    "total": 3,
+                                    "message": f"step {step + 1}",
+                                },
+                            }
+                        )
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {"progressToken": "not-a-call", "progress": 1},
+                    }
+                )
+            if behaviour == "log":
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/message",
+                        "params": {"level": "info", "logger": "fake", "data": "a log line"},
+                    }
+                )
+            if behaviour == "roots":
+                send({"jsonrpc": "2.0", "id": "roots-1", "method": "roots/list"})
+                for reply in sys.stdin.buffer:
+                    answer = json.loads(reply)
+                    if answer.get("id") == "roots-1":
+                        break
+                answer_text(mid, json.dumps({k: answer[k] for k in answer if k != "jsonrpc"}))
                 continue
             if behaviour in ("late", "cancellable") and name == "write_note":
                 append(str(notes), args.get("text", ""))
@@ -143,7 +218,11 @@ def main() -> None:
                     {
                         "jsonrpc": "2.0",
                         "id": mid,
-                        "error": {"code": -32000, "message": "the fake server refuses"},
+                        "error": {
+                            "code": -32000,
+                            "message": "the fake server refuses",
+                            "data": {"why": "scripted", "n": 1.5},
+                        },
                     }
                 )
                 continue
@@ -163,6 +242,9 @@ def main() -> None:
                 }
             )
         elif method == "ping":
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        elif method == "logging/setLevel" and "logging" in script.get("capabilities", {}):
+            append(script.get("levels"), json.dumps(message["params"]))
             send({"jsonrpc": "2.0", "id": mid, "result": {}})
         else:
             send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no"}})

@@ -19,7 +19,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -183,8 +182,8 @@ def test_two_hosts_making_the_same_call_at_once_run_it_once(rig: Rig, home: Path
     config = load_config(home / "config.toml")
     database = home / "signoff.db"
     launcher = host_identity.launcher()
-    host_a = host_identity.identify(SimpleNamespace(name="a", version="1"), launcher)
-    host_b = host_identity.identify(SimpleNamespace(name="b", version="1"), launcher)
+    host_a = host_identity.identify({"name": "a", "version": "1"}, launcher)
+    host_b = host_identity.identify({"name": "b", "version": "1"}, launcher)
     assert host_a.id != host_b.id
     args = {"text": "at once"}
 
@@ -266,6 +265,6 @@ def test_a_launching_process_is_its_pid_start_time_and_boot(tmp_path: Path) -> N
     # No /proc to read: this proxy process alone, a new host at each start (fails closed).
     gone = [host_identity.launcher(77, proc=tmp_path / "none") for _ in range(2)]
     assert not gone[0].exact and gone[0].identity != gone[1].identity
-    info = SimpleNamespace(name="host", version="1")
+    info = {"name": "host", "version": "1"}
     assert host_identity.identify(info, gone[0]).id != host_identity.identify(info, gone[1]).id
     assert "this proxy process only" in host_identity.identify(info, gone[0]).label

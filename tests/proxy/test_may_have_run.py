@@ -1,8 +1,7 @@
 """A call that may have taken effect never runs again without the operator, across runs.
 
-A matrix over the causes of an unknown outcome (the server died after acting, answered a line
-over the size limit, answered a result that is not an object, did not answer in time, was told
-the host cancelled the call and sent no answer), the
+A matrix over the causes of an unknown outcome (the server died after acting, did not answer in
+time, was told the host cancelled the call and sent no answer), the
 operator's answer to the ``interrupted_side_effect`` that follows (approve, reject, expire,
 none yet) and the tool's rule (allow, approve). Real subprocesses throughout: ``signoff proxy``
 in front of tests/proxy/fake_server.py, whose notes file is the server's own log of every
@@ -12,6 +11,11 @@ For each cell: the server's log shows one execution, plus at most one per approv
 unknown outcome; the model is never told "did not run" for a call that reached the server; and
 after the operator rejected it or nobody decided in time, the next identical call waits for
 the operator as a ``duplicate``, even under an allow rule.
+
+A call the server answered ran, however its answer reads (over the operator's limit, too large
+to read at all, a result that is not an object, JSON Signoff cannot read exactly): its outcome is
+recorded, the host is told it ran and why its answer is not whole, and the next identical call
+waits as a ``duplicate``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,13 @@ from tests.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee("G-CRASH-1")]
 
-CAUSES = ("die", "oversize", "not_object", "timeout", "cancelled")
+CAUSES = ("die", "timeout", "cancelled")
+ANSWERED = {  # the fake server's behaviour, and the words the host is told why
+    "over-limit": ("oversize", "over the limit of 1048576 bytes"),
+    "too-large": ("oversize", "UpstreamAnswerTooLarge"),
+    "not-object": ("not_object", "without a result object"),
+    "inexact": ("inexact", "UpstreamAnswerInexact"),
+}
 BEHAVIOUR = {"timeout": "write_then_hang", "cancelled": "cancellable"}  # else the cause's name
 ANSWERS = ("approve", "reject", "expire", "none")
 NEVER_RAN = re.compile(r"did not run|has not run|never ran|was refused", re.IGNORECASE)
@@ -145,3 +155,43 @@ def test_an_unknown_outcome_runs_again_only_on_the_operators_approval(
     anyio.run(scenario)
     for answer in told:
         assert not NEVER_RAN.search(answer), answer
+
+
+@pytest.mark.parametrize("rule", ["allow", "approve"])
+@pytest.mark.parametrize("answer", ANSWERED)
+def test_a_call_the_server_answered_ran_however_its_answer_reads(
+    home: Path, tmp_path: Path, answer: str, rule: str
+) -> None:
+    notes = tmp_path / "notes.txt"
+    rig = Rig(home)
+    behaviour, said = ANSWERED[answer]
+    size = (17 << 20) if answer == "too-large" else (2 << 20)  # past the 16 MiB read, or not
+    rig.add_fake("notes", NOTES_TOOLS, notes=str(notes), on_call={"write_note": behaviour},
+                 oversize_bytes=size)  # fmt: skip
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only", write_note="local_mutation")
+    rig.signoff("policy", "local_mutation", rule)
+    marker = f"{answer}-{rule}"
+
+    async def scenario() -> None:
+        async with rig.client("notes", hold=0.2) as host:
+            if rule == "approve":
+                first = text(await host.call_tool("write_note", {"text": marker}))
+                assert "has not run" in first
+                decide(home, waiting(home, marker, "local_mutation"), "approve")
+            ran = await host.call_tool("write_note", {"text": marker})
+            assert ran.is_error and said in text(ran) and "ran" in text(ran), text(ran)
+            assert not NEVER_RAN.search(text(ran)), text(ran)
+            assert executions(notes, marker) == 1
+            with Store.open(home / "signoff.db") as store, store.snapshot() as conn:
+                [(status,)] = conn.execute(
+                    "SELECT status FROM runs WHERE tool = 'write_note' ORDER BY rowid DESC LIMIT 1"
+                ).fetchall()
+            assert status == "COMPLETED"
+            # It may repeat an effect: the next identical call waits as a duplicate.
+            again = text(await host.call_tool("write_note", {"text": marker}))
+            assert "may already have taken effect" in again, again
+            assert executions(notes, marker) == 1
+            waiting(home, marker, "duplicate")
+
+    anyio.run(scenario)

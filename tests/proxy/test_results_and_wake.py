@@ -1,40 +1,113 @@
-"""Results flattened and capped; the tray app woken by a datagram, or nothing when none listens."""
+"""Results as the server sent them, cut to the operator's limit and recorded (core/proxy/
+results.py); the tray app woken by a datagram, or nothing when none listens."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from core.proxy import wake
-from core.proxy.answers import RESULT_CAP, flatten
+from core import canonical
+from core.proxy import results, wake
+
+IMAGE = base64.b64encode(bytes(range(256)) * 64).decode()  # 16 KiB of bytes, 21.8 KB as text
+EVERY_BLOCK: dict[str, Any] = {
+    "content": [
+        {"type": "text", "text": "hello", "annotations": {"audience": ["user"], "priority": 1}},
+        {"type": "image", "data": IMAGE, "mimeType": "image/png", "_meta": {"k": 1}},
+        {"type": "audio", "data": IMAGE, "mimeType": "audio/wav"},
+        {"type": "resource", "resource": {"uri": "file:///x", "mimeType": "text/plain",
+                                          "text": "inside"}},
+        {"type": "resource", "resource": {"uri": "file:///b", "blob": IMAGE}},
+        {"type": "resource_link", "uri": "file:///y", "name": "y", "size": 3},
+        {"type": "some-future-kind", "whatever": [1, 2.5, None]},
+    ],
+    "structuredContent": {"t": 1},
+    "isError": False,
+    "_meta": {"server": "note"},
+    "unknownMember": True,
+}  # fmt: skip
 
 
-def test_text_is_kept_and_other_content_is_summarised() -> None:
-    result = flatten({"content": [
-        {"type": "text", "text": "hello"},
-        {"type": "image", "mimeType": "image/png", "data": "AAAA" * 10},
-        {"type": "resource", "resource": {"uri": "file:///x", "text": "inside"}},
-        {"type": "resource_link", "uri": "file:///y"},
-    ], "isError": False})  # fmt: skip
-    assert result["text"].splitlines() == [
-        "hello", "[image: image/png, about 30 bytes]", "[resource: file:///x]", "inside",
-        "[link: file:///y]",
-    ]  # fmt: skip
-    assert result["isError"] is False
+def size_of(result: dict[str, Any]) -> int:
+    return len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-def test_structured_content_alone_is_written_as_json() -> None:
-    assert flatten({"content": [], "structuredContent": {"t": 1}})["text"] == '{"t": 1}'
+def test_a_result_under_the_limit_passes_exactly_as_sent() -> None:
+    shaped = results.shape(EVERY_BLOCK, size_of(EVERY_BLOCK), 1 << 20, "fake")
+    assert shaped.result == EVERY_BLOCK
+    assert list(shaped.result) == list(EVERY_BLOCK)  # the members in the server's order
+    assert shaped.record["cut"] is None and shaped.record["isError"] is False
+    digest = hashlib.sha256(canonical.dumps(EVERY_BLOCK)).hexdigest()
+    assert shaped.record["sha256"] == digest
+    assert shaped.whole is not None  # over 64 KiB as canonical text: kept apart when needed
+    assert results.from_record(shaped.record, shaped.whole) == EVERY_BLOCK
 
 
-def test_a_result_over_64_kib_is_capped_with_a_marker() -> None:
-    big = "é" * RESULT_CAP  # two bytes each: the cap falls inside a character
-    text = flatten({"content": [{"type": "text", "text": big}]})["text"]
-    kept, marker = text.rsplit("\n", 1)
-    assert len(kept.encode()) <= RESULT_CAP
-    assert marker == f"[truncated by Signoff: {2 * RESULT_CAP - len(kept.encode())} more bytes]"
+def test_a_small_result_is_recorded_whole_and_rebuilt_from_the_record_alone() -> None:
+    small = {"content": [{"type": "text", "text": "ok"}], "structuredContent": {"a": [1]}}
+    shaped = results.shape(small, size_of(small), 1 << 20, "fake")
+    assert shaped.whole is None and shaped.record["whole"] == small
+    assert results.from_record(canonical.loads(canonical.dumps(shaped.record)), None) == small
+
+
+def test_a_large_result_whose_kept_whole_was_altered_gives_its_recorded_start() -> None:
+    big = {"content": [{"type": "text", "text": "a" * 100_000}], "isError": False}
+    shaped = results.shape(big, size_of(big), 1 << 20, "fake")
+    assert shaped.whole is not None and "whole" not in shaped.record
+    altered = shaped.whole.replace(b"aaaa", b"bbbb", 1)
+    back = results.from_record(shaped.record, altered)
+    assert back["isError"] is True
+    assert back["content"][0]["text"] == "a" * results.EXCERPT
+    assert "no longer kept" in back["content"][-1]["text"]
+    assert results.from_record(shaped.record, None) == back
+
+
+def test_a_result_over_the_limit_is_cut_in_order_marked_and_an_error() -> None:
+    limit = 64 * 1024
+    big = {
+        "content": [
+            {"type": "text", "text": "first"},
+            {"type": "image", "data": IMAGE, "mimeType": "image/png"},
+            {"type": "text", "text": "é" * limit},  # two bytes each: cut inside the text
+            {"type": "image", "data": IMAGE, "mimeType": "image/png"},
+        ],
+        "structuredContent": {"x": 1},
+    }
+    shaped = results.shape(big, size_of(big), limit, "fake")
+    content = shaped.result["content"]
+    assert content[:2] == big["content"][:2]  # what fits, whole, in order
+    assert content[2]["text"] and big["content"][2]["text"].startswith(content[2]["text"])
+    assert "structuredContent" not in shaped.result  # a part would not match its schema
+    assert shaped.result["isError"] is True
+    assert size_of(shaped.result) <= limit
+    marker = content[-1]["text"]
+    assert "over the limit of 65536 bytes" in marker and "image of" in marker
+    assert len(content) == 4  # the last image dropped whole, after the marker's place
+    assert shaped.record["cut"]["dropped"][-2]["type"] == "image"  # type: ignore[index]
+
+
+def test_an_image_that_does_not_fit_is_dropped_whole_never_cut() -> None:
+    big = {"content": [{"type": "image", "data": IMAGE * 8, "mimeType": "image/png"}]}
+    shaped = results.shape(big, size_of(big), 64 * 1024, "fake")
+    assert [b["type"] for b in shaped.result["content"]] == ["text"]
+    assert "image of" in shaped.result["content"][0]["text"]
+
+
+@given(st.text(min_size=1, max_size=3000), st.integers(2200, 9000))
+def test_a_cut_text_is_a_prefix_at_a_character_and_fits(text: str, limit: int) -> None:
+    big = {"content": [{"type": "text", "text": text * 40}]}
+    shaped = results._cut(big, size_of(big), limit, "fake")[0]
+    kept = shaped["content"][0]["text"] if len(shaped["content"]) > 1 else ""
+    assert (text * 40).startswith(kept)
+    assert size_of(shaped) <= limit + 600  # the marker's own words, within its room
 
 
 @pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets on this platform")

@@ -98,7 +98,7 @@ def test_a_call_made_again_after_its_duplicate_was_rejected_still_waits_as_a_dup
             assert text(await proxy.call("write_note", args)) == "wrote 'again and again'"
             assert text(await proxy.call("write_note", args)).startswith(DUPLICATE)
             assert decide(database, "reject") == "duplicate"
-            assert (await proxy.call("write_note", args)).is_error  # the rejection, collected
+            assert (await proxy.call("write_note", args))["isError"]  # the rejection, collected
             # The last run of this call is the rejected duplicate; the one that completed is
             # still within the window, so the next identical call waits as a duplicate again.
             assert text(await proxy.call("write_note", args)).startswith(DUPLICATE)
