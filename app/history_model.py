@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from core import canonical, present
 from core.chain import Head
 from core.errors import ChainBroken, SignoffError
+from core.proxy import results
 from core.records import fixed_values
 from core.store import Store
 
@@ -375,8 +376,10 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
         f"  created {created}, last change {updated}",
         f"  goal: {goal}",
     ]
-    if result is not None:
-        lines.append(f"  result: {result}")
+    lines += [f"  {line}" for line in results.describe(_loads(result))]
+    roots = _roots(next((e[5] for e in events if e[2] == "run.started"), None))
+    if roots is not None:
+        lines.append(f"  roots the host had given the server: {canonical.dumps_text(roots)}")
     tool_step = next((s for s in reversed(steps) if s[3] is not None), None)
     for idx, s_status, name, arguments, call_hash, observation, started, ended, spec in steps:
         side = _spec_field(spec, "side_effect")
@@ -450,6 +453,13 @@ def _host_label(payload: str | None) -> str | None:
     call = value.get("call") if isinstance(value, dict) else None
     host = call.get("host") if isinstance(call, dict) else None
     return str(host.get("label") or host.get("id")) if isinstance(host, dict) else None
+
+
+def _roots(payload: str | None) -> Any:
+    """The roots in force when the run started, as its ``run.started`` event names them."""
+    value = _loads(payload) if payload else None
+    call = value.get("call") if isinstance(value, dict) else None
+    return call.get("roots") if isinstance(call, dict) else None
 
 
 def _spec_field(spec: str | None, name: str) -> str | None:

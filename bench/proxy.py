@@ -143,7 +143,8 @@ KEYRING_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "PYTHON_KEYRING_BACKEND", "XDG_
 
 
 def proxy_params(home: Path) -> StdioServerParameters:
-    keyring = {k: os.environ[k] for k in KEYRING_VARIABLES if k in os.environ}
+    # PYTHONPATH: the tree being measured, when it is not the installed one.
+    keyring = {k: os.environ[k] for k in (*KEYRING_VARIABLES, "PYTHONPATH") if k in os.environ}
     return StdioServerParameters(
         command=str(SIGNOFF), args=["proxy", NAME], env={"SIGNOFF_HOME": str(home), **keyring}
     )

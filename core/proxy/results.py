@@ -237,3 +237,39 @@ def _parts(result: dict[str, Any]) -> list[JSONValue]:
             }
         )
     return parts
+
+
+def describe(record: Any, width: int = 300) -> list[str]:
+    """What the host received, as the history shows it: a line for the whole, then a line per
+    content block (its text's start, or a binary's type, size and hash), then what a cut
+    dropped. A record of before results passed through is shown as it is."""
+    if not isinstance(record, dict) or "sha256" not in record:
+        return [f"result: {canonical.dumps_text(record)[:width]}"] if record is not None else []
+    error = " (an error)" if record.get("isError") else ""
+    lines = [
+        f"what the host received{error}: {record.get('bytes')} bytes, sha256 {record['sha256']};"
+        f" the server sent {record.get('server_bytes')} bytes"
+    ]
+    whole = record.get("whole")
+    parts = _parts(whole) if isinstance(whole, dict) else record.get("parts")
+    for part in parts if isinstance(parts, list) else []:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        where = f" {part['uri']}" if part.get("uri") else ""
+        mime = f" {part['mimeType']}" if part.get("mimeType") else ""
+        line = f"  {kind}{mime}{where}, {part.get('bytes')} bytes"
+        text = part.get("text")
+        if isinstance(text, str):
+            shown = text[:width] + ("…" if len(text) > width else "")
+            line += f": {json.dumps(shown, ensure_ascii=False)}"
+        else:
+            line += f", sha256 {part.get('sha256')}"
+        lines.append(line)
+    cut = record.get("cut")
+    if isinstance(cut, dict) and "limit" in cut:
+        dropped = _content({"content": cut.get("dropped")})
+        lines.append(f"  cut to the limit of {cut['limit']} bytes: {len(dropped)} part(s) dropped")
+    elif isinstance(cut, dict) and "unreadable" in cut:
+        lines.append(f"  the server's answer could not be passed on: {cut['unreadable']}")
+    return lines

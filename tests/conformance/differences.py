@@ -23,33 +23,18 @@ from typing import Any
 from tests.conformance.normalise import (
     Context,
     Normalise,
-    capped,
-    drop_annotations,
-    drop_structured,
-    embedded_as_text,
-    error_data_named,
-    explicit_is_error,
-    link_as_text,
+    cut_at_the_limit,
     mask_times,
-    merged,
-    modern_era,
     no_list_changed,
-    no_log_messages,
-    no_progress,
-    no_set_level,
-    placeholder,
     refused_by_signoff,
-    refused_without_roots,
-    roots_not_asked,
-    rpc_error_as_failure,
     signoff_instructions,
     signoff_server_info,
-    tools_capability_only,
+    tools_and_logging_only,
     without_metadata,
     without_roots_only_tools,
     without_status_tool,
 )
-from tests.conformance.script import INSPECTOR, SDK, SDK_AUTO
+from tests.conformance.script import INSPECTOR, SDK
 
 __all__ = ["DIFFERENCES", "VOLATILE", "Context", "Difference", "Mask"]
 
@@ -91,27 +76,6 @@ class Mask:
 
 
 NOT_YET = "not yet built: issue 19"
-# Where each difference is observed: the servers (and, where it matters, the clients) whose
-# scripts have a step it applies to. A difference applicable to a run that no step of the run
-# needs fails the run as stale, so these lists say exactly where each one occurs today.
-TS_SERVERS = ("everything", "filesystem", "memory")  # leave isError out of a success
-STRUCTURED = ("everything", "filesystem", "memory", "time")
-RESULTS = (
-    "content/text",
-    "content/image",
-    "content/audio",
-    "content/embedded-text",
-    "content/embedded-blob",
-    "content/resource-link",
-    "content/annotations",
-    "structuredContent",
-    "mutation",
-    "result/large",
-    "result/over-limit",
-    "progress",
-)
-FILE_CALLS = (*RESULTS, "error/tool")
-
 DIFFERENCES: list[Difference] = [
     # The handshake.
     Difference(
@@ -124,10 +88,10 @@ DIFFERENCES: list[Difference] = [
     Difference(
         "D-CAPABILITIES",
         "initialize/capabilities",
-        f"{NOT_YET} for logging (to be declared when a server has it); resources, prompts,"
-        " completions and tasks are not proxied (outside issue 19); tools.listChanged is"
-        " false until live updates (issue 23)",
-        tools_capability_only,
+        "resources, prompts and completions are not proxied yet, nor tasks (issue 23);"
+        " tools.listChanged is false until live updates (issue 23); logging is declared when"
+        " a server declares it",
+        tools_and_logging_only,
     ),
     Difference(
         "D-INSTRUCTIONS",
@@ -135,16 +99,6 @@ DIFFERENCES: list[Difference] = [
         f"{NOT_YET}: the server's instructions (or their absence) are replaced by one Signoff"
         " sentence",
         signoff_instructions,
-    ),
-    Difference(
-        "D-ERA",
-        ("initialize/version", "tools/list", "content/text", "content/image", "structuredContent"),
-        f"{NOT_YET}: a client in auto mode settles on the 2026-07-28"
-        " era with Signoff, whose upstream speaks the handshake (the server itself answers"
-        " server/discover -32601, so the client falls back); the modern era's results carry"
-        " resultType, cacheScope, ttlMs and the answering server in _meta",
-        modern_era,
-        clients=(SDK_AUTO,),
     ),
     # The listing.
     Difference(
@@ -173,76 +127,13 @@ DIFFERENCES: list[Difference] = [
     ),
     # Results, in the order the proxy's flattening applies them (core/proxy/answers.py).
     Difference(
-        "D-ROOTLESS",
-        FILE_CALLS,
-        f"{NOT_YET}: server-filesystem started with no directory gets no roots through the"
-        " proxy, so it has no allowed directory and refuses every path",
-        refused_without_roots,
-        servers=("filesystem-roots",),
-    ),
-    Difference(
-        "D-ANNOTATIONS",
-        "content/annotations",
-        f"{NOT_YET}: content blocks' annotations are dropped",
-        drop_annotations,
-    ),
-    Difference(
-        "D-IMAGE",
-        ("content/image", "content/annotations"),
-        f"{NOT_YET}: an image becomes a text placeholder naming its type and size",
-        placeholder("image"),
-        servers=("everything", "filesystem"),
-    ),
-    Difference(
-        "D-AUDIO",
-        "content/audio",
-        f"{NOT_YET}: audio becomes a text placeholder naming its type and size",
-        placeholder("audio"),
-        servers=("filesystem",),
-    ),
-    Difference(
-        "D-EMBEDDED",
-        ("content/embedded-text", "content/embedded-blob"),
-        f"{NOT_YET}: an embedded resource becomes a text line naming its URI, followed by its"
-        " text; a blob is dropped",
-        embedded_as_text,
-        servers=("everything", "filesystem"),
-    ),
-    Difference(
-        "D-LINK",
-        "content/resource-link",
-        f"{NOT_YET}: a resource_link becomes a text line naming its URI",
-        link_as_text,
-    ),
-    Difference(
-        "D-MERGED",
-        RESULTS,
-        f"{NOT_YET}: a result's blocks arrive as one text block, joined by newlines",
-        merged,
-        servers=("everything",),
-    ),
-    Difference(
-        "D-CAP-64K",
-        ("result/large", "result/over-limit"),
-        f"{NOT_YET}: a result's text is cut at a fixed 64 KiB with a marker, isError false;"
-        " the operator's limit (default 1 MiB, over it: cut, marked, isError) replaces it",
-        capped,
-        servers=("filesystem", "git"),
-    ),
-    Difference(
-        "D-STRUCTURED",
-        RESULTS,
-        f"{NOT_YET}: structuredContent is dropped",
-        drop_structured,
-        servers=STRUCTURED,
-    ),
-    Difference(
-        "D-ISERROR-FALSE",
-        RESULTS,
-        f"{NOT_YET} (results pass as the server sent them): isError: false is added where the"
-        " server left it out (the same meaning: the specification's default)",
-        explicit_is_error,
-        servers=TS_SERVERS,
+        "D-RESULT-LIMIT",
+        "result/over-limit",
+        "by design: a result over the operator's result_limit_bytes (default 1 MiB) is cut: what"
+        " fits is kept in order, a last text block says what was cut, and isError is true"
+        " (decision 0029)",
+        cut_at_the_limit,
+        servers=("filesystem", "filesystem-roots"),
     ),
     # Refusals.
     Difference(
@@ -259,52 +150,7 @@ DIFFERENCES: list[Difference] = [
         " without asking the server",
         refused_by_signoff("is not available"),
     ),
-    Difference(
-        "D-RPC-ERROR",
-        "error/json-rpc",
-        f"{NOT_YET}: a server's JSON-RPC error to a tools/call becomes a failed call (isError)"
-        " whose text carries the server's message; its code and data are lost",
-        rpc_error_as_failure,
-    ),
     # Roots, progress, logging, notifications.
-    Difference(
-        "D-NO-ROOTS",
-        ("roots/initial", "roots/changed"),
-        f"{NOT_YET}: the proxy declares no roots upstream and never answers roots/list: the"
-        " server works from its own arguments",
-        roots_not_asked,
-    ),
-    Difference(
-        "D-NO-PROGRESS",
-        "progress",
-        f"{NOT_YET}: notifications/progress are not forwarded",
-        no_progress,
-    ),
-    Difference(
-        "D-NO-SET-LEVEL",
-        "logging/setLevel",
-        f"{NOT_YET}: Signoff declares no logging capability and answers logging/setLevel"
-        " -32601 (method not found) itself; the Inspector, seeing no capability, does not send"
-        " it",
-        no_set_level,
-        servers=("everything",),
-    ),
-    Difference(
-        "D-SET-LEVEL-DATA",
-        "logging/setLevel",
-        "Signoff, not the server, answers logging/setLevel for a server without logging (issue"
-        " 19 forwards it only to servers that declare logging): the same -32601, with the"
-        " method named in data, as the mcp SDK answers",
-        error_data_named,
-        servers=("filesystem", "filesystem-roots", "memory"),
-    ),
-    Difference(
-        "D-NO-LOG-MESSAGES",
-        "logging/message",
-        f"{NOT_YET}: the server's notifications/message are not forwarded",
-        no_log_messages,
-        servers=("everything",),
-    ),
     Difference(
         "D-NO-LIST-CHANGED",
         "notifications/other",

@@ -80,107 +80,27 @@ def is_refusal(value: Any) -> bool:
     return result is not None and result.get("isError") is True
 
 
-# --- results: what today's proxy makes of a result (core/proxy/answers.py, flatten) --------
+# --- results -------------------------------------------------------------------------------
+
+LIMIT_MARKER = "[Signoff: this result was "
 
 
-def _approximate_bytes(data: str) -> int:
-    return len(data) * 3 // 4
-
-
-def drop_annotations(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    def change(block: dict[str, Any]) -> list[dict[str, Any]]:
-        block.pop("annotations", None)
-        return [block]
-
-    return replace_blocks(direct, change), proxied
-
-
-def placeholder(kind: str) -> Normalise:
-    def normalise(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-        def change(block: dict[str, Any]) -> list[dict[str, Any]]:
-            if block.get("type") != kind:
-                return [block]
-            size = _approximate_bytes(str(block.get("data", "")))
-            return [
-                text_block(f"[{kind}: {block.get('mimeType', 'unknown type')}, about {size} bytes]")
-            ]
-
-        return replace_blocks(direct, change), proxied
-
-    return normalise
-
-
-def embedded_as_text(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    def change(block: dict[str, Any]) -> list[dict[str, Any]]:
-        if block.get("type") != "resource":
-            return [block]
-        resource = block.get("resource") or {}
-        out = [text_block(f"[resource: {resource.get('uri', '?')}]")]
-        if isinstance(resource.get("text"), str):
-            out.append(text_block(resource["text"]))
-        return out
-
-    return replace_blocks(direct, change), proxied
-
-
-def link_as_text(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    def change(block: dict[str, Any]) -> list[dict[str, Any]]:
-        if block.get("type") != "resource_link":
-            return [block]
-        return [text_block(f"[link: {block.get('uri', '?')}]")]
-
-    return replace_blocks(direct, change), proxied
-
-
-def merged(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """Several text blocks become one, joined by newlines."""
-    result = result_of(direct)
-    if result is not None and isinstance(result.get("content"), list):
-        content = result["content"]
-        if all(isinstance(b, dict) and set(b) == {"type", "text"} for b in content):
-            result["content"] = [text_block("\n".join(str(b["text"]) for b in content))]
-    return direct, proxied
-
-
-RESULT_CAP = 64 * 1024
-
-
-def capped(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """The text cut at 64 KiB (a UTF-8 boundary) with Signoff's marker."""
-    result = result_of(direct)
-    content = result.get("content") if result else None
-    if isinstance(content, list) and len(content) == 1 and "text" in content[0]:
-        data = str(content[0]["text"]).encode()
-        if len(data) > RESULT_CAP:
-            kept = data[:RESULT_CAP].decode("utf-8", "ignore")
-            cut = len(data) - len(kept.encode())
-            content[0]["text"] = f"{kept}\n[truncated by Signoff: {cut} more bytes]"
-    return direct, proxied
-
-
-def drop_structured(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    result = result_of(direct)
-    if result is not None:
-        result.pop("structuredContent", None)
-    return direct, proxied
-
-
-def explicit_is_error(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    result = result_of(direct)
-    if result is not None and "isError" not in result:
-        result["isError"] = False
-    return direct, proxied
-
-
-ROOTLESS_REFUSAL = re.compile(r"Access denied - path outside allowed directories: .* not in \Z")
-
-
-def refused_without_roots(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """server-filesystem with no directory of its own and no roots refuses every path."""
-    text = " ".join(str(b.get("text", "")) for b in blocks(proxied))
+def cut_at_the_limit(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
+    """The result cut at the operator's limit: the proxied answer is an error whose text
+    blocks, but for the marker ending it, are the start of the server's, and whose marker says
+    the call ran. The Inspector, which prints no text of an isError result, exits with its
+    "tool_is_error"."""
+    if _inspector_code(proxied) == "tool_is_error" and result_of(direct) is not None:
+        return {"cut": True}, {"cut": True}
     result = result_of(proxied)
-    if result is not None and result.get("isError") is True and ROOTLESS_REFUSAL.match(text):
-        return "refused: no allowed directory", "refused: no allowed directory"
+    content = blocks(proxied)
+    if result is None or result.get("isError") is not True or not content:
+        return direct, proxied
+    marker = str(content[-1].get("text", ""))
+    kept = "".join(str(b.get("text", "")) for b in content[:-1])
+    whole = "".join(str(b.get("text", "")) for b in blocks(direct))
+    if marker.startswith(LIMIT_MARKER) and "The call ran" in marker and whole.startswith(kept):
+        return {"cut": True}, {"cut": True}
     return direct, proxied
 
 
@@ -201,21 +121,6 @@ def _inspector_code(value: Any) -> Any:
         return None
     envelope = value["error"].get("error")
     return envelope.get("code") if isinstance(envelope, dict) else None
-
-
-def rpc_error_as_failure(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """The server's JSON-RPC error reaches the client as a failed call (isError) whose text
-    carries the server's message; the Inspector, which prints no text of an isError result,
-    exits with its "tool_is_error" where the server's error made it exit with "error"."""
-    error = direct.get("error") if isinstance(direct, dict) else None
-    if isinstance(error, dict) and "code" in error and "exit" not in direct:
-        text = " ".join(str(b.get("text", "")) for b in blocks(proxied))
-        result = result_of(proxied)
-        if result is not None and result.get("isError") is True and error["message"] in text:
-            return {"failed": error["message"]}, {"failed": error["message"]}
-    if _inspector_code(direct) == "error" and _inspector_code(proxied) == "tool_is_error":
-        return {"failed": True}, {"failed": True}
-    return direct, proxied
 
 
 # --- the handshake and the listing ----------------------------------------------------------
@@ -270,9 +175,14 @@ def signoff_server_info(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any
 SIGNOFF_CAPABILITIES = {"tools": {"listChanged": False}}
 
 
-def tools_capability_only(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """Signoff declares the tools capability alone, without listChanged."""
-    if isinstance(direct, dict) and "tools" in direct and proxied == SIGNOFF_CAPABILITIES:
+def tools_and_logging_only(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
+    """Signoff declares tools (listChanged false) and, when the server declares it, logging."""
+    if not isinstance(direct, dict) or "tools" not in direct:
+        return direct, proxied
+    expected = dict(SIGNOFF_CAPABILITIES)
+    if "logging" in direct:
+        expected["logging"] = {}
+    if proxied == expected:
         return proxied, proxied
     return direct, proxied
 
@@ -280,42 +190,9 @@ def tools_capability_only(direct: Any, proxied: Any, _: Context) -> tuple[Any, A
 # --- roots, progress, logging, notifications ------------------------------------------------
 
 
-def roots_not_asked(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """The server never asks for roots: what it then does with its own is not compared."""
-    if isinstance(direct, dict) and direct.get("asked") and not proxied.get("asked"):
-        return {"asked": False}, {"asked": False}
-    return direct, proxied
-
-
-def no_progress(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    if isinstance(direct, dict) and "progress" in direct:
-        direct["progress"], direct["tokens"] = [], []
-    return direct, proxied
-
-
 def is_error(value: Any) -> bool:
     """A JSON-RPC error (the SDK's wire), or the Inspector's error exit."""
     return isinstance(value, dict) and "error" in value
-
-
-def no_set_level(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """The server takes the level; Signoff refuses it (or the client does, seeing no logging
-    capability)."""
-    if direct == {"result": {}} and is_error(proxied):
-        return proxied, proxied
-    return direct, proxied
-
-
-def error_data_named(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """The same error, with the method named in ``data``."""
-    both = is_error(direct) and is_error(proxied) and isinstance(proxied["error"], dict)
-    if both and "data" not in direct["error"]:
-        proxied["error"].pop("data", None)
-    return direct, proxied
-
-
-def no_log_messages(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    return [], proxied
 
 
 def no_list_changed(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
@@ -325,25 +202,6 @@ def no_list_changed(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
 MODERN = "2026-07-28"
 MODERN_RESULT_KEYS = ("resultType", "cacheScope", "ttlMs")
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
-
-
-def modern_era(direct: Any, proxied: Any, context: Context) -> tuple[Any, Any]:
-    """The auto client settles on 2026-07-28 with Signoff, on the handshake with the server;
-    the modern era's answers carry their own fields."""
-    if context.step.kind == "initialize":
-        if isinstance(proxied, dict) and proxied.get("negotiated") == MODERN:
-            return "(the era)", "(the era)"
-        return direct, proxied
-    answer = proxied.get("result") if isinstance(proxied, dict) else None
-    if isinstance(answer, dict):
-        for key in MODERN_RESULT_KEYS:
-            answer.pop(key, None)
-        meta = answer.get("_meta")
-        if isinstance(meta, dict):
-            meta.pop(SERVER_INFO_META, None)
-            if not meta:
-                del answer["_meta"]
-    return direct, proxied
 
 
 # --- what differs between any two runs ------------------------------------------------------

@@ -124,6 +124,18 @@ def test_a_result_reaches_the_host_as_the_server_sent_it(host: RawHost, fake: Pa
     kinds = [part["type"] for part in record["parts"]]
     assert kinds == ["text", "image", "audio", "resource/text", "resource/blob",
                      "resource_link", "text", "structuredContent"]  # fmt: skip
+    # The history shows what the host received: its hash, and each block in order.
+    from app.history_model import read_detail
+
+    with Store.open(fake.parent / "signoff.db") as store, store.snapshot() as conn:
+        (run_id,) = conn.execute("SELECT id FROM runs ORDER BY rowid DESC LIMIT 1").fetchone()
+    with Store.open(fake.parent / "signoff.db") as store:
+        detail = read_detail(store, run_id)
+    assert detail is not None
+    shown = detail.text
+    assert f"what the host received: {record['bytes']} bytes, sha256 {record['sha256']}" in shown
+    assert shown.index('text, 81 bytes: "first"') < shown.index("image image/png")
+    assert "resource/text text/plain file:///t" in shown and '"last é😀"' in shown
 
 
 def test_a_servers_json_rpc_error_reaches_the_host_unchanged(host: RawHost) -> None:
