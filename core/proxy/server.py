@@ -208,7 +208,7 @@ class Proxy:
 
     # --- serving ------------------------------------------------------------------------
 
-    def list_tools(self) -> list[types.Tool]:
+    def list_tools(self) -> list[dict[str, Any]]:
         return self.offered.listing()
 
     def reload_rules(self) -> bool:
@@ -515,7 +515,7 @@ async def serve(
     await proxy.start()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=proxy.list_tools())
+        return types.ListToolsResult.model_validate({"tools": proxy.list_tools()})
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
