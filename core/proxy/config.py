@@ -17,6 +17,7 @@ command = "npx"
 args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
 env = ["HOME_NOTES"]             # names of variables passed through; values are never stored
 call_timeout_seconds = 120       # this server's calls (a tool's own setting comes first)
+instructions_pin = "…sha256…"    # the server's instructions as the operator pinned them
 
 [servers.fs.tools.write_file]
 class = "local_mutation"         # read_only, local_mutation, remote_mutation, destructive
@@ -89,6 +90,7 @@ class ServerConfig:
     env: tuple[str, ...] = ()
     tools: dict[str, ToolConfig] = field(default_factory=dict)
     call_timeout_seconds: float | None = None  # None: the top-level setting
+    instructions_pin: str | None = None  # core/proxy/instructions.py; None: never pinned
 
 
 @dataclass(frozen=True)
@@ -270,7 +272,8 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
     if not SERVER_NAME.fullmatch(name):
         raise where.error(key, "a server name is letters, digits, '-' and '_' (at most 32)")
     table = _table(raw, key, where)
-    _known(table, {"command", "args", "env", "tools", "call_timeout_seconds"}, key, where)
+    known = {"command", "args", "env", "tools", "call_timeout_seconds", "instructions_pin"}
+    _known(table, known, key, where)
     command = table.get("command")
     if not isinstance(command, str) or not command:
         raise where.error((*key, "command"), "the command to start the server is required")
@@ -284,7 +287,8 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
         for tool, raw_tool in _table(table.get("tools", {}), (*key, "tools"), where).items()
     }
     timeout = _own_timeout(table, key, where)
-    return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout)
+    instructions_pin = _pin(table, (*key, "instructions_pin"), where)
+    return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout, instructions_pin)
 
 
 def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
@@ -295,9 +299,7 @@ def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
     side_effect = None
     if "class" in table:
         side_effect = _enum(SideEffect, table["class"], (*key, "class"), where, "a class")
-    pin = table.get("pin")
-    if pin is not None and not (isinstance(pin, str) and re.fullmatch(r"[0-9a-f]{64}", pin)):
-        raise where.error((*key, "pin"), "a pin is the 64 hex digits `signoff pin` wrote")
+    pin = _pin(table, (*key, "pin"), where)
     policy = None
     if "policy" in table:
         policy = _enum(Rule, table["policy"], (*key, "policy"), where, "allow, approve or deny")
@@ -319,6 +321,14 @@ def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
         raise where.error(key, f"{sorted(both)} cannot be both fixed and denied")
     timeout = _own_timeout(table, key, where)
     return ToolConfig(side_effect, pin, policy, dict(fixed), tuple(deny), overrule, timeout)
+
+
+def _pin(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> str | None:
+    """A pin (``pin``, ``instructions_pin``), or None when the key is absent."""
+    pin = table.get(key[-1])
+    if pin is not None and not (isinstance(pin, str) and re.fullmatch(r"[0-9a-f]{64}", pin)):
+        raise where.error(key, "a pin is the 64 hex digits `signoff pin` wrote")
+    return pin
 
 
 def _own_timeout(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> float | None:
