@@ -17,7 +17,8 @@ SCRIPT holds:
   (ping is answered),
   "cancels": a file each notifications/cancelled received is appended to (its params as JSON),
   "starts": a file a line is appended to at each initialize (how often the server started),
-  "calls": a file each tools/call line is appended to exactly as received (what reached it).
+  "calls": a file each tools/call line is appended to exactly as received (what reached it),
+  "instructions": the ``instructions`` its initialize answer carries (none when absent).
 Tools it answers: read_note (returns the notes), write_note(text) (appends), anything else
 echoes its arguments.
 """
@@ -78,17 +79,14 @@ def main() -> None:
             continue
         if method == "initialize":
             append(script.get("starts"), str(os.getpid()))
-            send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": mid,
-                    "result": {
-                        "protocolVersion": message["params"]["protocolVersion"],
-                        "capabilities": {"tools": {"listChanged": True}},
-                        "serverInfo": {"name": "fake", "version": "1"},
-                    },
-                }
-            )
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": {"name": "fake", "version": "1"},
+            }
+            if "instructions" in script:
+                result["instructions"] = script["instructions"]
+            send({"jsonrpc": "2.0", "id": mid, "result": result})
         elif method == "tools/list":
             for hexline in script.get("before_listing", []):
                 send_raw(bytes.fromhex(hexline))
