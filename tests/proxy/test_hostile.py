@@ -475,7 +475,7 @@ def test_a_deeply_nested_schema_is_refused_by_name(home: Path) -> None:
     Fake(home, "hostile", listing(DEEP))
     done = signoff(home, "pin", "hostile", ok=False)
     assert "Traceback" not in done.stderr
-    # Refused whole, not one tool dropped (core/proxy/pins.py rule 2): nothing is pinned.
+    # Refused whole, not one tool dropped (core/proxy/pins.py rule 3): nothing is pinned.
     assert done.returncode == 2
     assert f"nested deeper than {MAX_DEPTH} levels [ListingRefused]" in done.stderr
     assert "pin =" not in (home / "config.toml").read_text()
