@@ -1,14 +1,17 @@
 """Testing a server's connection without blocking the window.
 
-The server is started by ``signoff servers test NAME --raw`` in a ``QProcess``: the window
-never waits on it, a hung or hostile server is killed at a deadline, and whatever it prints
-stays in that process. Its raw ``tools/list`` answers come back on stdout and are read here by
-the same ``read_listing`` the proxy uses, so the pins the operator sees are the proxy's pins.
+The server is started by ``signoff servers test NAME --raw --handshake`` in a ``QProcess``: the
+window never waits on it, a hung or hostile server is killed at a deadline, and whatever it
+prints stays in that process. Its ``initialize`` result (where its instructions are) and then
+its raw ``tools/list`` answers come back on stdout and are read here by the same
+``read_listing`` the proxy uses, so the pins the operator sees are the proxy's pins.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from typing import Any
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
@@ -31,7 +34,7 @@ def signoff_command() -> list[str]:
 class ConnectionTest(QObject):
     """One test of one server: ``listed`` or ``failed`` is emitted once."""
 
-    listed = Signal(str, object)  # server name, Listing
+    listed = Signal(str, object, object)  # server name, Listing, its initialize result (a dict)
     failed = Signal(str, str)  # server name, what went wrong, for the operator
 
     def __init__(
@@ -49,7 +52,8 @@ class ConnectionTest(QObject):
         self.process = QProcess(self)
         self.process.setProcessEnvironment(QProcessEnvironment.systemEnvironment())
         command = signoff_command()
-        args = [*command[1:], "servers", "test", name, "--raw", "--timeout", str(timeout)]
+        args = [*command[1:], "servers", "test", name, "--raw", "--handshake",
+                "--timeout", str(timeout)]  # fmt: skip
         if server is not None:
             for var in server.env:
                 args += ["--env", var]
@@ -91,14 +95,18 @@ class ConnectionTest(QObject):
             why = lines[-1].removeprefix("signoff: ") if lines else f"exited with code {code}"
             self._fail(why)
             return
-        pages = [line for line in bytes(self._out).split(b"\n") if line.strip()]
+        first, *pages = [line for line in bytes(self._out).split(b"\n") if line.strip()] or [b""]
         try:
+            handshake: Any = json.loads(first)
             listing = read_listing(pages)
+        except ValueError:
+            self._fail("the server's handshake could not be read")
+            return
         except SignoffError as e:
             self._fail(f"{e} [{type(e).__name__}]")
             return
         self._end()
-        self.listed.emit(self.name, listing)
+        self.listed.emit(self.name, listing, handshake if isinstance(handshake, dict) else {})
 
     def _error(self, error: QProcess.ProcessError) -> None:
         if error == QProcess.ProcessError.FailedToStart:

@@ -1,13 +1,15 @@
-"""A changed tool as pinned against the tool now, side by side: what the operator reads before
-pinning it again.
+"""A changed tool, or a server's changed instructions, as pinned against now, side by side: what
+the operator reads before pinning it again (``RepinDialog``).
 
 One read-only text view holds a table, pinned on the left and now on the right, the description
-first and then the input schema. A single table rather than two panes: long description lines
+first and then the input schema, the title and the output schema (or the instructions' text).
+A single table rather than two panes: long description lines
 wrap, and a wrapped line still stays level with its counterpart, so there is no scrolling to keep
 in step. Removed lines have a red background, added lines a green one, and the words that differ
 within a replaced line a stronger shade of the same. The shades follow the palette's base
 (light or dark) so that the palette's own text colour stays readable on them. A header says what
-changed; a reworded description adds the warning that this is how tool poisoning works.
+changed; a reworded description, title or instructions adds the warning that this is how tool
+poisoning works, and re-pinning them needs the operator to tick that they read them.
 
 Without the pinned text there is one column, the tool as listed now, with nothing shaded: what
 it is being compared with is unknown, so nothing in it is shown as added.
@@ -31,12 +33,50 @@ from PySide6.QtGui import (
     QTextTableCell,
     QTextTableFormat,
 )
-from PySide6.QtWidgets import QLabel, QTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
 
-from core.proxy.pindiff import DESCRIPTION, SCHEMA, Row, Span, ToolDiff
+from core.proxy.pindiff import (
+    DESCRIPTION,
+    INSTRUCTIONS,
+    OUTPUT_SCHEMA,
+    SCHEMA,
+    TITLE,
+    InstructionsDiff,
+    Row,
+    Span,
+    ToolDiff,
+)
 
 PINNED, NOW = "pinned", "now"
-HEADINGS = {DESCRIPTION: "Description", SCHEMA: "Input schema"}
+HEADINGS = {
+    DESCRIPTION: "Description",
+    SCHEMA: "Input schema",
+    TITLE: "Title",
+    OUTPUT_SCHEMA: "Output schema",
+    INSTRUCTIONS: "Instructions",
+}
+WARNINGS = {
+    ToolDiff: "A reworded description is how tool poisoning works: read it before pinning it.",
+    InstructionsDiff: "A model reads a server's instructions as it reads a tool's description:"
+    " read them before pinning them.",
+}
+POISONING = {
+    ToolDiff: "The description or title changed. A model reads a tool's description as"
+    " instructions: rewording it after you approved the tool is how tool poisoning works. Read"
+    " the new text before you pin it.",
+    InstructionsDiff: "The instructions changed. A model reads them as it reads a tool's"
+    " description: rewording them after you approved them is how a server poisons its tools."
+    " Read the new text before you pin it.",
+}
+Diff = ToolDiff | InstructionsDiff
 
 
 @dataclass(frozen=True)
@@ -61,9 +101,7 @@ class PinDiffView(QWidget):
         bold.setBold(True)
         self.header.setFont(bold)
         layout.addWidget(self.header)
-        self.warning = QLabel(
-            "A reworded description is how tool poisoning works: read it before pinning it."
-        )
+        self.warning = QLabel(WARNINGS[ToolDiff])
         self.warning.setWordWrap(True)
         layout.addWidget(self.warning)
         self.text = QTextEdit()
@@ -73,7 +111,7 @@ class PinDiffView(QWidget):
             QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         )
         layout.addWidget(self.text, 1)
-        self.diff: ToolDiff | None = None
+        self.diff: Diff | None = None
         self.columns: tuple[str, ...] = ()
         self._table: QTextTable | None = None
         self.set_diff(None)
@@ -82,14 +120,16 @@ class PinDiffView(QWidget):
         dark = self.palette().color(QPalette.ColorRole.Base).lightness() < 128
         return DARK if dark else LIGHT
 
-    def set_diff(self, diff: ToolDiff | None) -> None:
+    def set_diff(self, diff: Diff | None) -> None:
         """Show ``diff`` (None: nothing to show)."""
         self.diff = diff
         self.text.clear()
         self._table = None
         self.columns = ()
         self.header.setText("No changed tool is chosen" if diff is None else diff.summary())
-        self.warning.setVisible(diff is not None and diff.description_changed)
+        self.warning.setVisible(diff is not None and diff.reworded)
+        if diff is not None:
+            self.warning.setText(WARNINGS[type(diff)])
         if diff is not None:
             self._fill(diff)
 
@@ -126,7 +166,7 @@ class PinDiffView(QWidget):
 
     # --- filling the table -------------------------------------------------------------------
 
-    def _fill(self, diff: ToolDiff) -> None:
+    def _fill(self, diff: Diff) -> None:
         self.columns = (PINNED, NOW) if diff.kept else (NOW,)
         rows = diff.rows()
         parts = list(dict.fromkeys(row.part for row in rows))
@@ -175,6 +215,46 @@ class PinDiffView(QWidget):
                 cell_format.setBackground(QBrush(line_shade))
                 cell.setFormat(cell_format)
             _write(cell, line, spans=spans, shade=word_shade)
+
+
+class RepinDialog(QDialog):
+    """What changed since a tool or a server's instructions were pinned, side by side;
+    re-pinning a reworded text needs the operator to tick that they read it."""
+
+    def __init__(self, diff: Diff, parent: QWidget | None, problem: str = "") -> None:
+        super().__init__(parent)
+        self.setWindowTitle(
+            f"What changed in {diff.name}"
+            + ("'s instructions" if isinstance(diff, InstructionsDiff) else "")
+        )
+        self.resize(980, 620)
+        layout = QVBoxLayout(self)
+        self.problem = QLabel(problem)
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #b00020;")
+        self.problem.setVisible(bool(problem))
+        layout.addWidget(self.problem)
+        self.view = PinDiffView()
+        self.view.set_diff(diff)
+        self.view.warning.setVisible(False)  # said once, below, where it is acknowledged
+        layout.addWidget(self.view, 1)
+        # A text that cannot be compared may have been reworded: acknowledge it too.
+        self.needs_acknowledgement = diff.reworded or not diff.kept
+        self.acknowledge = QCheckBox(
+            (POISONING[type(diff)] if diff.reworded else
+             "The pinned text cannot be compared, so it may have been reworded.")
+            + " I read it; pin the new text."
+        )  # fmt: skip
+        self.acknowledge.setVisible(self.needs_acknowledgement)
+        layout.addWidget(self.acknowledge)
+        self.buttons = QDialogButtonBox()
+        self.repin = self.buttons.addButton("Re-pin", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+        self.repin.setEnabled(not self.needs_acknowledgement)
+        self.acknowledge.toggled.connect(self.repin.setEnabled)
 
 
 def _write(

@@ -38,6 +38,7 @@ class SettingsState(QObject):
         self.config_path = config_path
         self.store = store
         self.listings: dict[str, Listing] = {}
+        self.handshakes: dict[str, dict[str, Any]] = {}  # each server's initialize result
         self.errors: dict[str, str] = {}  # server -> why its last test failed
         self.config = configuration.Config()
         self.load_error = ""

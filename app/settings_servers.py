@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
@@ -22,15 +23,17 @@ from app.connection import TIMEOUT_SECONDS, ConnectionTest
 from app.settings import SettingsState
 from app.widgets import message_label, row_table
 from core import paths
-from core.proxy import manage, status
+from core.proxy import instructions, manage, status
 from core.proxy.config import ServerConfig
 from core.proxy.pins import Listing, evaluate
 
 COLUMNS = ("Server", "Command", "Tools", "Needs you", "Last connection")
 
 
-def _counts(server: ServerConfig, listing: Listing) -> dict[str, int]:
+def _counts(server: ServerConfig, listing: Listing, handshake: dict[str, Any]) -> dict[str, int]:
     counts = {"pinned": 0, "new": 0, "changed": 0, "unclassified": 0, "conflicts": 0}
+    told = instructions.evaluate(handshake, server.instructions_pin)
+    counts["instructions"] = int(told.status in (instructions.NEW, instructions.CHANGED))
     for tool in listing.tools:
         state = evaluate(tool, server.tools.get(tool.name))
         counts[state.status] += 1
@@ -48,6 +51,7 @@ def describe(counts: dict[str, int]) -> tuple[str, str]:
         f"{counts['unclassified']} unclassified" if counts["unclassified"] else "",
         f"{counts['conflicts']} annotation conflicts" if counts["conflicts"] else "",
         f"{review} to review" if (review := counts["new"] + counts["changed"]) else "",
+        "instructions to review" if counts.get("instructions") else "",
     ]
     return tools, ", ".join(n for n in needs if n) or "nothing"
 
@@ -88,6 +92,7 @@ class ServerEditor(QDialog):
         form.addRow(self.buttons)
         self.connection: ConnectionTest | None = None
         self.listing: Listing | None = None  # what the last test listed, for self.tested
+        self.handshake: dict[str, Any] = {}
         self.tested: ServerConfig | None = None
 
     def server(self) -> ServerConfig:
@@ -118,12 +123,12 @@ class ServerEditor(QDialog):
         self.test_button.setEnabled(False)
         self.connection.start()
 
-    def _listed(self, name: str, listing: Listing) -> None:
+    def _listed(self, name: str, listing: Listing, handshake: dict[str, Any]) -> None:
         self.test_button.setEnabled(True)
         names = ", ".join(t.name for t in listing.tools) or "no tools"
         dropped = f"; {len(listing.dropped)} malformed tools left out" if listing.dropped else ""
         self.outcome.setText(f"Connected: {len(listing.tools)} tools ({names}){dropped}.")
-        self.listing = listing
+        self.listing, self.handshake = listing, handshake
         self.connection_done.emit()
 
     def _failed(self, name: str, why: str) -> None:
@@ -160,6 +165,7 @@ class ServerEditor(QDialog):
             self.connection.cancel()
         if self.listing is not None and self.tested == server:
             self.state.listings[server.name] = self.listing
+            self.state.handshakes[server.name] = self.handshake
         self.accept()
 
     def done(self, result: int) -> None:
@@ -225,7 +231,8 @@ class ServersPage(QWidget):
             if server.name in self.tests and self.tests[server.name].running:
                 tools, needs, seen = "…", "…", "testing…"
             elif listing is not None:
-                tools, needs = describe(_counts(server, listing))
+                handshake = self.state.handshakes.get(server.name, {})
+                tools, needs = describe(_counts(server, listing, handshake))
                 seen = f"listed {len(listing.tools)} tools just now"
             elif last is not None and last.tools:
                 tools, needs = describe(last.summary(server))
@@ -293,6 +300,7 @@ class ServersPage(QWidget):
             return
         error = self.state.apply(lambda p: manage.remove_server(p, name))
         self.state.listings.pop(name, None)
+        self.state.handshakes.pop(name, None)
         self.message.setText(f"Not removed: {error}" if error else f"Removed {name}.")
 
     def test_selected(self) -> ConnectionTest | None:
@@ -313,8 +321,9 @@ class ServersPage(QWidget):
         self.refresh()
         return test
 
-    def _listed(self, name: str, listing: Listing) -> None:
+    def _listed(self, name: str, listing: Listing, handshake: dict[str, Any]) -> None:
         self.state.listings[name] = listing
+        self.state.handshakes[name] = handshake
         self.state.errors.pop(name, None)
         dropped = "".join(f"\nleft out {what}: {why}" for what, why in listing.dropped)
         self.message.setText(f"{name} lists {len(listing.tools)} tools.{dropped}")

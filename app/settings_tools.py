@@ -11,8 +11,6 @@ from PySide6.QtGui import QFont, QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -27,22 +25,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.diffview import RepinDialog
 from app.settings import SettingsState
+from app.settings_instructions import InstructionsBox
 from app.widgets import message_label, row_table
 from core import canonical
 from core.errors import JSONRefused, SchemaRefused
+from core.marks import visible
 from core.policy import Rule
 from core.proxy import manage, pindiff, pinstore
 from core.proxy.config import ToolConfig
-from core.proxy.pins import ListedTool, ToolState, evaluate, rewrite_schema
+from core.proxy.pins import REPIN_TO_FORWARD, ListedTool, ToolState, evaluate, rewrite_schema
 from core.tools import SideEffect
 
 COLUMNS = ("Tool", "Pin", "Class", "Offered to hosts")
-POISONING = (
-    "The description changed. A model reads a tool's description as instructions: rewording"
-    " it after you approved the tool is how tool poisoning works. Read the new text before"
-    " you pin it."
-)
 
 
 def _mono() -> QFont:
@@ -62,45 +58,6 @@ def parse_fixed(text: str) -> object:
         return canonical.loads(text)
     except JSONRefused:
         return text
-
-
-class RepinDialog(QDialog):
-    """What changed since the tool was pinned, side by side; re-pinning a reworded description
-    needs the operator to tick that they read it."""
-
-    def __init__(self, diff: pindiff.ToolDiff, parent: QWidget | None, problem: str = "") -> None:
-        super().__init__(parent)
-        from app.diffview import PinDiffView
-
-        self.setWindowTitle(f"What changed in {diff.name}")
-        self.resize(980, 620)
-        layout = QVBoxLayout(self)
-        self.problem = QLabel(problem)
-        self.problem.setWordWrap(True)
-        self.problem.setStyleSheet("color: #b00020;")
-        self.problem.setVisible(bool(problem))
-        layout.addWidget(self.problem)
-        self.view = PinDiffView()
-        self.view.set_diff(diff)
-        self.view.warning.setVisible(False)  # said once, below, where it is acknowledged
-        layout.addWidget(self.view, 1)
-        # A description that cannot be compared may have been reworded: acknowledge it too.
-        self.needs_acknowledgement = diff.description_changed or not diff.kept
-        self.acknowledge = QCheckBox(
-            (POISONING if diff.description_changed else
-             "The pinned text cannot be compared, so the description may have been reworded.")
-            + " I read it; pin the new text."
-        )  # fmt: skip
-        self.acknowledge.setVisible(self.needs_acknowledgement)
-        layout.addWidget(self.acknowledge)
-        self.buttons = QDialogButtonBox()
-        self.repin = self.buttons.addButton("Re-pin", QDialogButtonBox.ButtonRole.AcceptRole)
-        self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        layout.addWidget(self.buttons)
-        self.repin.setEnabled(not self.needs_acknowledgement)
-        self.acknowledge.toggled.connect(self.repin.setEnabled)
 
 
 class ToolsPage(QWidget):
@@ -125,6 +82,8 @@ class ToolsPage(QWidget):
         layout.addLayout(top)
         self.message = message_label()
         layout.addWidget(self.message)
+        self.instructions = InstructionsBox(state)
+        layout.addWidget(self.instructions)
 
         split = QSplitter()
         self.table = row_table(COLUMNS)
@@ -151,6 +110,9 @@ class ToolsPage(QWidget):
         self.availability = QLabel()
         self.availability.setWordWrap(True)
         form.addRow("Offered", self.availability)
+        self.tool_title = QLabel()
+        self.tool_title.setWordWrap(True)
+        form.addRow("Title", self.tool_title)
         self.description = QPlainTextEdit()
         self.description.setReadOnly(True)
         self.description.setMaximumHeight(110)
@@ -163,6 +125,11 @@ class ToolsPage(QWidget):
         self.schema.setFont(_mono())
         self.schema.setMinimumHeight(140)
         form.addRow("Input schema", self.schema)
+        self.output_schema = QPlainTextEdit()
+        self.output_schema.setReadOnly(True)
+        self.output_schema.setFont(_mono())
+        self.output_schema.setMaximumHeight(110)
+        form.addRow("Output schema", self.output_schema)
 
         pin_row = QHBoxLayout()
         self.pin_state = QLabel()
@@ -293,6 +260,7 @@ class ToolsPage(QWidget):
             self.message.setText(
                 "Connect to the server to see its tools' descriptions and schemas."
             )
+        self.instructions.show_server(name)
         rows = self.rows()
         self.table.setRowCount(len(rows))
         for n, (tool, listed, cfg) in enumerate(rows):
@@ -339,8 +307,9 @@ class ToolsPage(QWidget):
         self.save_message.setText("")
         if current is None:
             self.title.setText("Select a tool")
-            for text in (self.description, self.schema):
+            for text in (self.description, self.schema, self.output_schema):
                 text.setPlainText("")
+            self.tool_title.setText("")
             self.availability.setText("")
             self.annotations.setText("")
             self.pin_state.setText("")
@@ -352,10 +321,14 @@ class ToolsPage(QWidget):
         cfg = cfg or ToolConfig()
         state = evaluate(listed, cfg) if listed else None
         self.title.setText(f"{self.server.currentText()} / {tool}")
+        self.tool_title.setText(visible(listed.title) if listed and listed.title else "none")
         self.description.setPlainText(listed.description if listed else "")
-        self.schema.setPlainText(
-            json.dumps(listed.input_schema, indent=2, ensure_ascii=False) if listed else ""
-        )
+        for text, schema in (
+            (self.schema, listed.input_schema if listed else None),
+            (self.output_schema, listed.output_schema if listed else None),
+        ):
+            shown = json.dumps(schema, indent=2, ensure_ascii=False) if schema is not None else ""
+            text.setPlainText(shown)
         hints = listed.annotations if listed else {}
         self.annotations.setText(
             ", ".join(f"{k}: {json.dumps(v)}" for k, v in hints.items()) or "none"
@@ -386,13 +359,16 @@ class ToolsPage(QWidget):
             self.pin_state.setText("connect to the server to pin this tool")
             self.pin_button.setEnabled(False)
             return
-        self.pin_button.setEnabled(state.status != "pinned")
+        review = state.status == "changed" or state.repin_to_forward
+        self.pin_button.setEnabled(state.status != "pinned" or state.repin_to_forward)
         self.pin_state.setText({
             "new": "not pinned yet: read the description and schema, then pin",
-            "pinned": f"pinned, unchanged ({state.tool.pin[:16]}…)",
+            "pinned": f"pinned, unchanged ({state.pinned_as[:16]}…)"
+            + (f"; pinned before titles and output schemas were: {REPIN_TO_FORWARD}"
+               if state.repin_to_forward else ""),
             "changed": "CHANGED since you pinned it: review what changed before re-pinning",
         }[state.status])  # fmt: skip
-        self.pin_button.setText("Review changes…" if state.status == "changed" else "Pin")
+        self.pin_button.setText("Review changes…" if review else "Pin")
 
     def _show_conflict(self, state: ToolState | None, cfg: ToolConfig) -> None:
         clash = state.conflict if state else ""

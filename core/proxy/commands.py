@@ -16,13 +16,13 @@ from core import paths, present, private_files
 from core.approvals import approve, reject
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError, UnknownApproval
-from core.marks import visible
 from core.policy import Rule
 from core.proxy import config as configuration
-from core.proxy import config_commands, config_record, manage, status, wake
+from core.proxy import config_commands, config_record, instructions, manage, status, wake
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.proxy.hostsession import serve
-from core.proxy.pins import evaluate, read_listing
+from core.proxy.pin_command import pin
+from core.proxy.pins import read_listing
 from core.proxy.servers import START_TIMEOUT
 from core.records import pending_requests, read_approval
 from core.store import Store
@@ -71,6 +71,11 @@ def register(commands: Any) -> None:
     p.add_argument("--env", action="append", default=[], metavar="VAR")
     p.add_argument(
         "--raw", action="store_true", help="print the raw tools/list answers, one per line"
+    )
+    p.add_argument(
+        "--handshake",
+        action="store_true",
+        help="with --raw: print the server's initialize result first, on a line of its own",
     )
     p.add_argument("--timeout", type=float, default=START_TIMEOUT, metavar="SECONDS")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
@@ -177,6 +182,8 @@ def _command_line(args: argparse.Namespace) -> tuple[list[str], list[str], bool]
             replace = True
         elif option == "--raw" and hasattr(args, "raw"):
             args.raw = True
+        elif option == "--handshake" and hasattr(args, "handshake"):
+            args.handshake = True
         elif option == "--timeout" and hasattr(args, "timeout") and rest:
             try:
                 args.timeout = float(rest.pop(0))
@@ -260,15 +267,17 @@ def servers_test(args: argparse.Namespace) -> int:
             server = configured
         # Only a configured server's own command leaves a status for the settings dialog.
         noted = argv == [] and configured is not None
-        pages = asyncio.run(_pages(server, args.timeout))
+        handshake, pages = asyncio.run(_pages(server, args.timeout))
         listing = read_listing(pages)
     except SignoffError as e:
         if noted:
             status.record(paths.data_dir() / "status", args.name, None, f"{e} [{type(e).__name__}]")
         return _error(str(e), type(e).__name__)
     if noted:
-        status.record(paths.data_dir() / "status", args.name, listing)
+        status.record(paths.data_dir() / "status", args.name, listing, handshake=handshake)
     if args.raw:
+        if args.handshake:  # as parsed: Signoff keeps no raw handshake (instructions.py rule 2)
+            sys.stdout.buffer.write(json.dumps(handshake).encode() + b"\n")
         for page in pages:
             sys.stdout.buffer.write(page.rstrip(b"\r\n") + b"\n")
         sys.stdout.flush()
@@ -278,99 +287,24 @@ def servers_test(args: argparse.Namespace) -> int:
         print(f"{tool.name}: {first[:100]}")
     for what, why in listing.dropped:
         print(f"dropped {what}: {why}")
+    told = instructions.evaluate(handshake, None)
+    if told.text is not None:
+        print(f"instructions: {len(told.text)} characters (signoff pin {args.name} shows them)")
+    elif told.reason:
+        print(f"instructions refused: {told.reason}")
     return EXIT_OK
 
 
-async def _pages(server: ServerConfig, timeout: float) -> list[bytes]:
-    from core.proxy.upstream import Upstream
+async def _pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+    """The server's ``initialize`` result and its raw ``tools/list`` answers."""
+    from core.proxy.upstream import LISTING, Upstream, no_roots
 
     log_dir = paths.data_dir() / "logs"
     private_files.make_dir(log_dir)
-    upstream = Upstream(server, log_dir / f"{server.name}.log")
-    await upstream.start(timeout)
+    upstream = Upstream(server, log_dir / f"{server.name}.log", on_message=no_roots)
+    await upstream.start(timeout, LISTING)
     try:
-        return await upstream.list_tools(timeout)
-    finally:
-        await upstream.close()
-
-
-def pin(args: argparse.Namespace) -> int:
-    from core.proxy import pindiff, pinstore
-
-    config = configuration.load(paths.config_path())
-    server = config.servers.get(args.name)
-    if server is None:
-        return _error(f"no server {args.name}; add it with signoff servers add")
-    listing = asyncio.run(_listing(server))
-    tools = [t for t in listing.tools if args.tool in (None, t.name)]
-    if args.tool and not tools:
-        return _error(f"server {args.name} lists no tool {args.tool}")
-    try:
-        if args.accept:
-            config = manage.pin(paths.config_path(), args.name, tools)
-            server = config.servers[args.name]
-        # A changed tool is shown against its text as pinned, when that text was kept.
-        changes: dict[str, pindiff.ToolDiff] = {}
-        for tool in tools:
-            pinned = server.tools.get(tool.name)
-            if pinned is not None and pinned.pin not in (None, tool.pin):
-                kept = pinstore.kept(manage.pins_dir(paths.config_path()), pinned.pin)
-                changes[tool.name] = pindiff.diff(kept, tool)
-    except (SignoffError, OSError) as e:
-        return _error(str(e), type(e).__name__)
-    rows = []
-    for tool in tools:
-        state = evaluate(tool, server.tools.get(tool.name))
-        change = changes.get(tool.name)
-        rows.append({
-            "tool": tool.name, "status": state.status, "pin": tool.pin,
-            "class": state.side_effect.value if state.side_effect else None,
-            "annotations": tool.annotations, "available": state.available,
-            "reason": state.reason, "conflict": state.conflict, "description": tool.description,
-            "input_schema": tool.input_schema,
-            "change": change.summary() if change else None,
-            "diff": change.unified() if change and change.kept else None,
-        })  # fmt: skip
-    if args.json:
-        print(json.dumps({"server": args.name, "set_hash": listing.set_hash, "tools": rows,
-                          "dropped": [list(d) for d in listing.dropped]}))  # fmt: skip
-        return EXIT_OK
-    for change in changes.values():
-        print(f"{change.name} changed since it was pinned. {change.summary()}.")
-        if not change.kept:
-            print(f"description now:\n{change.new_description}\ninput schema now:")
-            print(change.new_schema)
-        elif change.unified():
-            print(change.unified())
-        print()
-    for row in rows:
-        marks = ", ".join(f"{k}={v}" for k, v in row["annotations"].items() if k.endswith("Hint"))
-        usable = "available" if row["available"] else f"unavailable: {row['reason']}"
-        print(f"{row['tool']}: {row['status']}, class {row['class'] or '-'}"
-              f"{f', annotations {marks}' if marks else ''}; {usable}")  # fmt: skip
-        if row["status"] == "new":  # what the operator is asked to pin: the whole text
-            for line in visible(row["description"] or "(no description)").splitlines():
-                print(f"    {line}")
-    for what, why in listing.dropped:
-        print(f"dropped {what}: {why}")
-    if not args.accept and any(r["status"] != "pinned" for r in rows):
-        print(f"review the descriptions, then: signoff pin {args.name} --accept")
-    reworded = [c.name for c in changes.values() if c.description_changed]
-    if reworded:
-        print(f"warning: the description of {', '.join(reworded)} was reworded since it was"
-              " pinned; a reworded description is how tool poisoning works: read it before"
-              " accepting")  # fmt: skip
-    return EXIT_OK
-
-
-async def _listing(server: ServerConfig) -> Any:
-    from core.proxy.pins import read_listing
-    from core.proxy.upstream import Upstream
-
-    upstream = Upstream(server, paths.data_dir() / "logs" / f"{server.name}.log")
-    await upstream.start(START_TIMEOUT)
-    try:
-        return read_listing(await upstream.list_tools(START_TIMEOUT))
+        return upstream.initialize_result, await upstream.list_tools(timeout)
     finally:
         await upstream.close()
 

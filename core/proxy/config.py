@@ -19,6 +19,7 @@ args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
 env = ["HOME_NOTES"]             # names of variables passed through; values are never stored
 call_timeout_seconds = 120       # this server's calls (a tool's own setting comes first)
 result_limit_bytes = 4194304     # this server's results (the top-level setting otherwise)
+instructions_pin = "…sha256…"    # the server's instructions as the operator pinned them
 
 [servers.fs.tools.write_file]
 class = "local_mutation"         # read_only, local_mutation, remote_mutation, destructive
@@ -94,6 +95,7 @@ class ServerConfig:
     tools: dict[str, ToolConfig] = field(default_factory=dict)
     call_timeout_seconds: float | None = None  # None: the top-level setting
     result_limit_bytes: int | None = None  # None: the top-level setting
+    instructions_pin: str | None = None  # core/proxy/instructions.py; None: never pinned
 
 
 @dataclass(frozen=True)
@@ -284,8 +286,9 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
     if not SERVER_NAME.fullmatch(name):
         raise where.error(key, "a server name is letters, digits, '-' and '_' (at most 32)")
     table = _table(raw, key, where)
-    _known(table, {"command", "args", "env", "tools", "call_timeout_seconds",
-                   "result_limit_bytes"}, key, where)  # fmt: skip
+    known = {"command", "args", "env", "tools", "call_timeout_seconds", "result_limit_bytes",
+             "instructions_pin"}  # fmt: skip
+    _known(table, known, key, where)
     command = table.get("command")
     if not isinstance(command, str) or not command:
         raise where.error((*key, "command"), "the command to start the server is required")
@@ -300,7 +303,9 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
     }
     timeout = _own_timeout(table, key, where)
     limit = _result_limit(table, key, where)
-    return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout, limit)
+    instructions_pin = _pin(table, (*key, "instructions_pin"), where)
+    return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout,
+                        result_limit_bytes=limit, instructions_pin=instructions_pin)  # fmt: skip
 
 
 def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
@@ -311,9 +316,7 @@ def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
     side_effect = None
     if "class" in table:
         side_effect = _enum(SideEffect, table["class"], (*key, "class"), where, "a class")
-    pin = table.get("pin")
-    if pin is not None and not (isinstance(pin, str) and re.fullmatch(r"[0-9a-f]{64}", pin)):
-        raise where.error((*key, "pin"), "a pin is the 64 hex digits `signoff pin` wrote")
+    pin = _pin(table, (*key, "pin"), where)
     policy = None
     if "policy" in table:
         policy = _enum(Rule, table["policy"], (*key, "policy"), where, "allow, approve or deny")
@@ -335,6 +338,14 @@ def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
         raise where.error(key, f"{sorted(both)} cannot be both fixed and denied")
     timeout = _own_timeout(table, key, where)
     return ToolConfig(side_effect, pin, policy, dict(fixed), tuple(deny), overrule, timeout)
+
+
+def _pin(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> str | None:
+    """A pin (``pin``, ``instructions_pin``), or None when the key is absent."""
+    pin = table.get(key[-1])
+    if pin is not None and not (isinstance(pin, str) and re.fullmatch(r"[0-9a-f]{64}", pin)):
+        raise where.error(key, "a pin is the 64 hex digits `signoff pin` wrote")
+    return pin
 
 
 def _own_timeout(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> float | None:

@@ -116,16 +116,24 @@ def pins_dir(path: Path) -> Path:
     return path.parent / "pins"
 
 
-def pin(path: Path, server: str, tools: Iterable[ListedTool]) -> Config:
-    """Pin tools exactly as listed (the operator reviewed these), keeping their texts so that a
-    later change can be shown as a diff. The texts are kept first: a text no pin names is
-    harmless, a pin whose text was lost can only be shown without its diff."""
+def pin(
+    path: Path, server: str, tools: Iterable[ListedTool], *, instructions: str | None = None
+) -> Config:
+    """Pin tools exactly as listed, and the server's ``instructions`` when given (the operator
+    reviewed these), keeping their texts so that a later change can be shown as a diff. The
+    texts are kept first: a text no pin names is harmless, a pin whose text was lost can only be
+    shown without its diff."""
     from core.proxy import pinstore
 
     tools = list(tools)
     editor = Editor(path)
     for tool in tools:
         _tool_table(editor, server, tool.name)["pin"] = tool.pin
+    if instructions is not None:
+        if server not in _servers(editor):
+            raise ConfigError(f"no server {server}")
+        pinned = pinstore.keep_instructions(pins_dir(path), instructions)
+        editor.table("servers", server)["instructions_pin"] = pinned
     for tool in tools:
         pinstore.keep(pins_dir(path), tool)
     return editor.save()

@@ -7,9 +7,11 @@ Rules:
    unchanged; with several they are ``server__tool``, and a collision refuses the later tool.
    ``signoff_status`` (read-only, answered by the proxy) lists what waits; an upstream tool of
    that name is refused.
-2. Results are flattened to text (core/proxy/answers.py: non-text content summarised) and
-   capped at 64 KiB with a marker. No ``outputSchema`` is offered to the host, so no host
-   raises on a prose answer.
+2. Each offered tool is shown to the host as the server listed it (``listing``): its name (the
+   exposed one), then its title, description, input schema (fixed and denied parameters
+   removed), output schema, annotations, ``execution`` and ``_meta``, each only when the
+   server sent it, in that order. The title and output schema are shown only when its pin
+   covers them (core/proxy/pins.py rules 1 and 2); ``icons`` are never shown (rule 6 there).
 """
 
 from __future__ import annotations
@@ -17,8 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import mcp_types as types
+from typing import Any
 
 from core.proxy.answers import STATUS_TOOL
 from core.proxy.config import ServerConfig
@@ -38,6 +39,31 @@ class Exposed:
     @property
     def gate_name(self) -> str:
         return f"{self.server}/{self.state.tool.name}"
+
+    @property
+    def declares_output_schema(self) -> bool:
+        """Whether the host is shown an output schema for it: a host's client then checks its
+        answers' ``structuredContent`` against it, unless ``isError`` is true."""
+        return self.state.output_schema is not None
+
+    def shown(self) -> dict[str, Any]:
+        """The tool as the host is shown it (rule 2): a JSON object, ready to be written."""
+        state, tool = self.state, self.state.tool
+        shown: dict[str, Any] = {"name": self.name}
+        if state.title is not None:
+            shown["title"] = state.title
+        if "description" in tool.sent:
+            shown["description"] = tool.description
+        shown["inputSchema"] = state.exposed_schema
+        for key, value in (
+            ("outputSchema", state.output_schema),
+            ("annotations", tool.annotations if "annotations" in tool.sent else None),
+            ("execution", tool.execution),
+            ("_meta", tool.meta),
+        ):
+            if value is not None:
+                shown[key] = value
+        return shown
 
 
 class Offered:
@@ -85,7 +111,7 @@ class Offered:
             state = evaluate(now, configured.get(name)) if now is not None else None
             if state is None:
                 why = "is no longer listed"
-            elif now is not None and now.pin != exposed.state.tool.pin:
+            elif state.status != "pinned":  # the configuration is as at start: so was the pin
                 why = "changed since it was pinned"
             elif not state.available:
                 why = state.reason
@@ -107,24 +133,14 @@ class Offered:
             return f"server {server} offers no tools: {problems[server]}"
         return "no such tool"
 
-    def listing(self) -> list[types.Tool]:
-        """The tools as the host is shown them: Signoff's own status tool first."""
-        tools = [
-            types.Tool(
-                name=STATUS_TOOL,
-                description="Lists the requests this host made that wait for the operator's"
-                " decision, with their approval ids. Read-only.",
-                input_schema={"type": "object", "properties": {}},
-                annotations=types.ToolAnnotations(read_only_hint=True),
-            )
-        ]
-        for exposed in self.exposed.values():
-            tool = exposed.state.tool
-            tools.append(
-                types.Tool(
-                    name=exposed.name,
-                    description=tool.description,
-                    input_schema=exposed.state.exposed_schema,
-                )
-            )
-        return tools
+    def listing(self) -> list[dict[str, Any]]:
+        """The tools as the host is shown them, JSON objects ready to be written: Signoff's own
+        status tool first, then each offered tool (rule 2)."""
+        status = {
+            "name": STATUS_TOOL,
+            "description": "Lists the requests this host made that wait for the operator's"
+            " decision, with their approval ids. Read-only.",
+            "inputSchema": {"type": "object", "properties": {}},
+            "annotations": {"readOnlyHint": True},
+        }
+        return [status, *(exposed.shown() for exposed in self.exposed.values())]

@@ -1,23 +1,29 @@
-"""What changed in a tool since the operator pinned it: the description and the input schema,
-as a unified diff and side by side. Pure code.
+"""What changed in a tool, or in a server's instructions, since the operator pinned them: the
+description, the input schema, the title and the output schema of a tool, or the text of the
+instructions, as a unified diff and side by side. Pure code.
 
 Rules:
 
-1. The description is compared as decoded text and the schema as its normal form (pretty-printed
-   with sorted keys and an indent of 2), so a change of escapes, white space or key order alone
-   changes neither. When the pin changed but neither did, the diff says exactly that
-   (``formatting_only``) rather than showing nothing.
-2. The description is split into lines at line feeds only; the schema at its normal form's lines.
+1. The description, the title and the instructions are compared as decoded text, the schemas as
+   their normal form (pretty-printed with sorted keys and an indent of 2), so a change of
+   escapes, white space or key order alone changes none of them. When the pin changed but
+   nothing reads differently, the diff says exactly that (``formatting_only``) rather than
+   showing nothing.
+2. Texts are split into lines at line feeds only; the schemas at their normal form's lines. A
+   title or an output schema a side does not have reads as empty; they are shown only when
+   either side has one, so a tool without them reads as it always did.
 3. Characters a reader cannot see, or that a terminal acts on, are shown as ``⟨U+XXXX⟩`` and
    long runs of spaces as ``⟨N spaces⟩`` (``core.marks``, the rule every prompt uses). A
-   reworded description cannot hide behind an escape sequence, a right-to-left override or a
+   reworded text cannot hide behind an escape sequence, a right-to-left override or a
    zero-width character.
 4. Without the pinned text (``old=None``: pinned before Signoff kept texts, or the store was
-   cleared) nothing is compared: the diff says so, holds only the tool as listed now, and has no
-   unified text; it never presents the whole tool as an addition.
+   cleared) nothing is compared: the diff says so, holds only what is listed now, and has no
+   unified text; it never presents the whole of it as an addition.
 5. Within a replaced line, the spans that differ are found word by word (a word or a run of
    punctuation, with the white space after it). A line of more than ``MAX_TOKENS`` words is
    marked whole rather than compared.
+6. ``reworded`` says that a text a model reads as words (a description, a title, instructions)
+   reads differently: the change tool poisoning makes, which the operator must acknowledge.
 """
 
 from __future__ import annotations
@@ -29,22 +35,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.marks import visible
+from core.proxy.instructions import pin_of
 from core.proxy.pins import ListedTool
 from core.proxy.pinstore import PinnedTool
 
 DESCRIPTION, SCHEMA = "description", "input schema"
+TITLE, OUTPUT_SCHEMA = "title", "output schema"
+INSTRUCTIONS = "instructions"
 MAX_TOKENS = 2000
 
 _TOKEN = re.compile(r"\w+\s*|[^\w\s]+\s*|\s+")
 
 Span = tuple[int, int]  # [start, end) of a line's characters
+Part = tuple[str, str | None, str]  # (part, pinned text or None when not kept, text now)
 
 
 @dataclass(frozen=True)
 class Row:
     """One line of the side-by-side view: the pinned line, the line now, or both."""
 
-    part: str  # DESCRIPTION or SCHEMA
+    part: str  # DESCRIPTION, SCHEMA, TITLE, OUTPUT_SCHEMA or INSTRUCTIONS
     tag: str  # equal / replace / delete / insert
     old: str | None
     new: str | None
@@ -52,9 +62,45 @@ class Row:
     new_spans: tuple[Span, ...] = ()
 
 
+class _Diff:
+    """What a tool's and the instructions' diffs share: their parts, pinned against now."""
+
+    old_pin: str | None
+
+    def parts(self) -> list[Part]:
+        raise NotImplementedError
+
+    @property
+    def kept(self) -> bool:
+        return self.old_pin is not None
+
+    def unified(self) -> str:
+        """A unified diff of each part, labelled pinned and now ("" when nothing reads
+        differently or the pinned text was not kept)."""
+        lines: list[str] = []
+        for part, old, new in self.parts():
+            if old is not None:
+                old_lines, new_lines = old.split("\n"), new.split("\n")
+                labels = (f"pinned {part}", f"now {part}")
+                lines.extend(difflib.unified_diff(old_lines, new_lines, *labels, lineterm=""))
+        return "\n".join(lines)
+
+    def rows(self) -> list[Row]:
+        """Each part's lines in turn, aligned pinned against now. Without the pinned text every
+        row is an insertion with nothing on the pinned side."""
+        rows: list[Row] = []
+        for part, old, new in self.parts():
+            if old is None:
+                rows.extend(Row(part, "insert", None, line) for line in new.split("\n"))
+            else:
+                rows.extend(_rows(part, old.split("\n"), new.split("\n")))
+        return rows
+
+
 @dataclass(frozen=True)
-class ToolDiff:
-    """A tool pinned (``old_*``, None when its text was not kept) against the tool now."""
+class ToolDiff(_Diff):
+    """A tool pinned (``old_*``, None when its text was not kept) against the tool now. A title
+    or an output schema it does not have is "" on its side."""
 
     name: str
     old_pin: str | None
@@ -63,10 +109,10 @@ class ToolDiff:
     new_description: str
     old_schema: str | None
     new_schema: str
-
-    @property
-    def kept(self) -> bool:
-        return self.old_pin is not None
+    old_title: str | None = None
+    new_title: str = ""
+    old_output_schema: str | None = None
+    new_output_schema: str = ""
 
     @property
     def description_changed(self) -> bool:
@@ -77,58 +123,89 @@ class ToolDiff:
         return self.kept and self.old_schema != self.new_schema
 
     @property
+    def title_changed(self) -> bool:
+        return self.kept and self.old_title != self.new_title
+
+    @property
+    def output_schema_changed(self) -> bool:
+        return self.kept and self.old_output_schema != self.new_output_schema
+
+    @property
+    def reworded(self) -> bool:
+        """The description or the title reads differently (rule 6)."""
+        return self.description_changed or self.title_changed
+
+    @property
     def formatting_only(self) -> bool:
-        """The pin changed, yet the description and the schema read the same."""
-        return (
-            self.kept
-            and self.old_pin != self.new_pin
-            and not (self.description_changed or self.schema_changed)
-        )
+        """The pin changed, yet nothing pinned reads differently."""
+        changed = (self.description_changed, self.schema_changed, self.title_changed,
+                   self.output_schema_changed)  # fmt: skip
+        return self.kept and self.old_pin != self.new_pin and not any(changed)
 
     def summary(self) -> str:
         """What changed, in one sentence for the operator."""
         if not self.kept:
             return "The pinned text was not kept; only the tool as listed now is shown"
-        if self.description_changed and self.schema_changed:
-            return "The description was reworded and the input schema changed"
-        if self.description_changed:
-            return "The description was reworded"
-        if self.schema_changed:
-            return "The input schema changed"
+        said = [
+            said
+            for changed, said in (
+                (self.description_changed, "the description was reworded"),
+                (self.schema_changed, "the input schema changed"),
+                (self.title_changed, "the title changed"),
+                (self.output_schema_changed, "the output schema changed"),
+            )
+            if changed
+        ]
+        if said:
+            text = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+            return text[0].upper() + text[1:]
         if self.formatting_only:
             return "Only the JSON formatting or key order changed; the tool reads as pinned"
         return "Nothing changed since it was pinned"
 
-    def unified(self) -> str:
-        """A unified diff of the description and the schema, labelled pinned and now ("" when
-        nothing reads differently or the pinned text was not kept)."""
-        lines: list[str] = []
-        for part, old, new in self._parts():
-            if old is not None:
-                lines.extend(
-                    difflib.unified_diff(old, new, f"pinned {part}", f"now {part}", lineterm="")
-                )
-        return "\n".join(lines)
-
-    def rows(self) -> list[Row]:
-        """The description's lines, then the schema's, aligned pinned against now. Without the
-        pinned text every row is an insertion with nothing on the pinned side."""
-        rows: list[Row] = []
-        for part, old, new in self._parts():
-            if old is None:
-                rows.extend(Row(part, "insert", None, line) for line in new)
-            else:
-                rows.extend(_rows(part, old, new))
-        return rows
-
-    def _parts(self) -> list[tuple[str, list[str] | None, list[str]]]:
-        return [
-            (part, None if old is None else old.split("\n"), new.split("\n"))
-            for part, old, new in (
-                (DESCRIPTION, self.old_description, self.new_description),
-                (SCHEMA, self.old_schema, self.new_schema),
-            )
+    def parts(self) -> list[Part]:
+        parts: list[Part] = [
+            (DESCRIPTION, self.old_description, self.new_description),
+            (SCHEMA, self.old_schema, self.new_schema),
         ]
+        for part, old, new in (
+            (TITLE, self.old_title, self.new_title),
+            (OUTPUT_SCHEMA, self.old_output_schema, self.new_output_schema),
+        ):
+            if old or new:  # rule 2
+                parts.append((part, old, new))
+        return parts
+
+
+@dataclass(frozen=True)
+class InstructionsDiff(_Diff):
+    """A server's instructions as pinned (``old_text``, None when not kept) against now."""
+
+    server: str
+    old_pin: str | None
+    new_pin: str
+    old_text: str | None
+    new_text: str
+
+    @property
+    def name(self) -> str:
+        return self.server
+
+    @property
+    def reworded(self) -> bool:
+        return self.kept and self.old_text != self.new_text
+
+    def summary(self) -> str:
+        if not self.kept:
+            return "The pinned instructions were not kept; only the instructions now are shown"
+        if self.reworded:
+            return "The instructions were reworded"
+        if self.old_pin != self.new_pin:
+            return "The instructions changed only in characters that read the same"
+        return "Nothing changed since they were pinned"
+
+    def parts(self) -> list[Part]:
+        return [(INSTRUCTIONS, self.old_text, self.new_text)]
 
 
 def diff(old: PinnedTool | None, new: ListedTool) -> ToolDiff:
@@ -141,7 +218,27 @@ def diff(old: PinnedTool | None, new: ListedTool) -> ToolDiff:
         new_description=visible(new.description),
         old_schema=None if old is None else schema_text(old.input_schema),
         new_schema=schema_text(new.input_schema),
+        old_title=None if old is None else visible(old.title or ""),
+        new_title=visible(new.title or ""),
+        old_output_schema=None if old is None else _optional_schema(old.output_schema),
+        new_output_schema=_optional_schema(new.output_schema),
     )
+
+
+def instructions_diff(server: str, old: str | None, new: str) -> InstructionsDiff:
+    """Server ``server``'s instructions ``new`` against ``old``, the text as pinned (None: it
+    was not kept)."""
+    return InstructionsDiff(
+        server=server,
+        old_pin=None if old is None else pin_of(old),
+        new_pin=pin_of(new),
+        old_text=None if old is None else visible(old),
+        new_text=visible(new),
+    )
+
+
+def _optional_schema(schema: dict[str, Any] | None) -> str:
+    return "" if schema is None else schema_text(schema)
 
 
 def schema_text(schema: dict[str, Any]) -> str:

@@ -2,24 +2,33 @@
 
 Rules:
 
-1. A tool's pin is SHA-256 over the raw bytes of its name, description and input schema as
-   the server sent them: ``[<name>,<description or null>,<inputSchema>]``. Those bytes are the
-   tool's ``raw`` text, kept so that a later change can be shown (``core/proxy/pinstore.py``).
-   The set's hash is SHA-256 over the sorted ``name:pin`` lines.
-2. A listing that names a tool twice, has more than ``MAX_TOOLS`` tools or more than
+1. A tool's pin is SHA-256 over the raw bytes of what a model or a person reads of it, as the
+   server sent them: ``[<name>,<description or null>,<inputSchema>]``, and when it has a title
+   or an output schema (present and not null) ``[<name>,<description or null>,<inputSchema>,
+   <title or null>,<outputSchema or null>]`` (decision 0031). Those bytes are the tool's ``raw``
+   text, kept so that a later change can be shown (``core/proxy/pinstore.py``). The set's hash
+   is SHA-256 over the sorted ``name:pin`` lines.
+2. A tool pinned over its first three members alone (``short_pin``: every pin taken before
+   titles and output schemas were pinned) stays pinned, and is offered without its title and
+   output schema until the operator pins it again: no outage on upgrade, and nothing unpinned
+   reaches the host.
+3. A listing that names a tool twice, has more than ``MAX_TOOLS`` tools or more than
    ``MAX_LISTING_BYTES`` bytes, or nests deeper than ``rawjson.MAX_DEPTH`` levels is refused
    whole (``ListingRefused``), and so is an answer whose ``result.tools`` is not an array.
    A single tool that is malformed (not an object, no name, a key twice, a shape the SDK
    rejects, a name holding a character a reader cannot see, a lone UTF-16 surrogate in what is
    kept of it) is dropped and reported; the others stay.
-3. A tool is available only when it is pinned and unchanged, classified, its annotations do not
+4. A tool is available only when it is pinned and unchanged, classified, its annotations do not
    contradict its class, its fixed and denied parameters are sound, and its schema compiles.
    Otherwise it is unavailable, with the reason.
-4. Annotations may refuse a class, never relax one: an explicit ``destructiveHint: true`` or
+5. Annotations may refuse a class, never relax one: an explicit ``destructiveHint: true`` or
    ``readOnlyHint: false`` on a ``read_only`` tool, or ``destructiveHint: true`` on a
    ``local_mutation`` / ``remote_mutation`` tool, is a conflict until the operator reclassifies
    the tool or overrules the annotations. Defaults are not evidence; only explicit values count.
-5. A fixed or denied parameter must be a top-level property that nothing else in the schema
+6. Annotations, ``execution`` and ``_meta`` are outside the pin: they are forwarded as sent,
+   and annotations can only take a tool away (rule 5). ``icons`` are not forwarded: they are
+   URLs or images a host fetches and shows, which Signoff would then have to pin and vouch for.
+7. A fixed or denied parameter must be a top-level property that nothing else in the schema
    mentions (its own ``required`` entry aside); otherwise the tool is refused rather than partly
    rewritten. Both are removed from the schema the host sees; fixed values are set by the proxy.
 """
@@ -48,15 +57,22 @@ MAX_LISTING_BYTES = 4 * 1024 * 1024
 
 @dataclass(frozen=True)
 class ListedTool:
-    """One tool as a server listed it, with its pin over the raw bytes (``raw``)."""
+    """One tool as a server listed it, with its pin over the raw bytes (``raw``). Every value is
+    parsed from those bytes; an optional member the server did not send, or sent as null, is
+    None (``description``: "", ``annotations``: {}, ``sent`` says whether they were sent)."""
 
     name: str
     description: str
     input_schema: dict[str, Any]
     annotations: dict[str, Any]
     pin: str
-    has_output_schema: bool
     raw: bytes = field(repr=False)  # what the pin is taken over: sha256(raw) == pin
+    title: str | None = None
+    output_schema: dict[str, Any] | None = None
+    execution: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None  # the tool's ``_meta``
+    short_pin: str = ""  # over [name, description, inputSchema] alone (rule 2); pin when equal
+    sent: frozenset[str] = frozenset()  # the optional members sent, not null, by their JSON key
 
 
 @dataclass(frozen=True)
@@ -78,15 +94,52 @@ class ToolState:
     conflict: str = ""  # an annotation that contradicts the class
     exposed_schema: dict[str, Any] = field(default_factory=dict)
     fixed: dict[str, Any] = field(default_factory=dict)
+    # Pinned over its short text (rule 2): offered without its title and output schema.
+    repin_to_forward: bool = False
+
+    @property
+    def title(self) -> str | None:
+        """The title the host is shown: the tool's, unless its pin does not cover it."""
+        return None if self.repin_to_forward else self.tool.title
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        """The output schema the host is shown: the tool's, unless its pin does not cover it."""
+        return None if self.repin_to_forward else self.tool.output_schema
+
+    @property
+    def pinned_as(self) -> str:
+        """The pin the configuration names for what is offered: ``tool.pin``, or its
+        ``short_pin`` when it is offered without its title and output schema."""
+        return self.tool.short_pin if self.repin_to_forward else self.tool.pin
 
 
-def pinned_text(name: bytes, description: bytes | None, schema: bytes) -> bytes:
-    """The bytes a pin is taken over: ``[<name>,<description or null>,<inputSchema>]``."""
-    return b"[" + name + b"," + (description or b"null") + b"," + schema + b"]"
+REPIN_TO_FORWARD = "re-pin to forward its title and output schema"
 
 
-def pin_of(name: bytes, description: bytes | None, schema: bytes) -> str:
-    return hashlib.sha256(pinned_text(name, description, schema)).hexdigest()
+def pinned_text(
+    name: bytes,
+    description: bytes | None,
+    schema: bytes,
+    title: bytes | None = None,
+    output_schema: bytes | None = None,
+) -> bytes:
+    """The bytes a pin is taken over (rule 1): ``[<name>,<description or null>,<inputSchema>]``,
+    or with ``,<title or null>,<outputSchema or null>`` after it when either is given."""
+    text = b"[" + name + b"," + (description or b"null") + b"," + schema
+    if title is not None or output_schema is not None:
+        text += b"," + (title or b"null") + b"," + (output_schema or b"null")
+    return text + b"]"
+
+
+def pin_of(
+    name: bytes,
+    description: bytes | None,
+    schema: bytes,
+    title: bytes | None = None,
+    output_schema: bytes | None = None,
+) -> str:
+    return hashlib.sha256(pinned_text(name, description, schema, title, output_schema)).hexdigest()
 
 
 def read_listing(pages: list[bytes]) -> Listing:
@@ -138,7 +191,7 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
     if hidden is not None:
         # A name is what the operator reads, types and classifies: it must look like itself.
         return None, (ascii(name), f"its name holds U+{ord(hidden):04X}, which a reader cannot see")
-    if _lone_surrogate([value.get("description"), value.get("annotations")]):
+    if _lone_surrogate([value.get(key) for key in ("description", *_FORWARDED)]):
         return None, (label, "it holds a lone UTF-16 surrogate, which has no UTF-8 form")
     repeated = rawjson.repeated_keys(node)
     if repeated:
@@ -157,11 +210,18 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
     if not isinstance(schema, dict) or not isinstance(description, str | None):
         return None, (label, "no input schema object")
     members = node.members
-    text = pinned_text(
+
+    def member(key: str) -> bytes | None:
+        """The member's raw bytes, None when it was not sent or was sent as null."""
+        return members[key].raw(page) if value.get(key) is not None else None
+
+    first = (
         members["name"].raw(page),
         members["description"].raw(page) if "description" in members else None,
         members["inputSchema"].raw(page),
     )
+    short = pinned_text(*first)
+    text = pinned_text(*first, member("title"), member("outputSchema"))
     annotations = value.get("annotations") or {}
     return ListedTool(
         name=name,
@@ -169,10 +229,18 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
         input_schema=schema,
         annotations=annotations if isinstance(annotations, dict) else {},
         pin=hashlib.sha256(text).hexdigest(),
-        has_output_schema=value.get("outputSchema") is not None,
         raw=text,
+        title=value.get("title"),
+        output_schema=value.get("outputSchema"),
+        execution=value.get("execution"),
+        meta=value.get("_meta"),
+        short_pin=hashlib.sha256(short).hexdigest(),
+        sent=frozenset(k for k in ("description", *_FORWARDED) if value.get(k) is not None),
     ), ("", "")
 
+
+# Forwarded to the host as sent beside the name, description and input schema (rules 1 and 6).
+_FORWARDED = ("title", "outputSchema", "annotations", "execution", "_meta")
 
 # Control and format characters, lone surrogates, line and paragraph separators: what
 # core/proxy/pindiff.py shows as ⟨U+XXXX⟩ in a description is refused in a name.
@@ -210,11 +278,13 @@ def conflict(side_effect: SideEffect, annotations: dict[str, Any]) -> str:
 def evaluate(tool: ListedTool, config: ToolConfig | None) -> ToolState:
     """The tool's state under the operator's configuration (None: never configured)."""
     cfg = config or ToolConfig()
-    status = "new" if cfg.pin is None else ("pinned" if cfg.pin == tool.pin else "changed")
+    # A pin over the short text still holds (rule 2): what it does not cover is not offered.
+    short = cfg.pin is not None and cfg.pin != tool.pin and cfg.pin == tool.short_pin
+    status = "new" if cfg.pin is None else ("pinned" if cfg.pin == tool.pin or short else "changed")
     side_effect = cfg.side_effect
 
     def unavailable(reason: str, clash: str = "") -> ToolState:
-        return ToolState(tool, status, side_effect, False, reason, clash)
+        return ToolState(tool, status, side_effect, False, reason, clash, repin_to_forward=short)
 
     if status == "new":
         return unavailable("not pinned: run `signoff pin` to review and pin it")
@@ -230,7 +300,9 @@ def evaluate(tool: ListedTool, config: ToolConfig | None) -> ToolState:
         compile_schema(tool.name, tool.input_schema)
     except SchemaRefused as e:
         return unavailable(str(e))
-    return ToolState(tool, status, side_effect, True, "", clash, exposed, dict(cfg.fixed))
+    return ToolState(
+        tool, status, side_effect, True, "", clash, exposed, dict(cfg.fixed), repin_to_forward=short
+    )
 
 
 def rewrite_schema(schema: dict[str, Any], names: list[str]) -> dict[str, Any]:

@@ -1,12 +1,15 @@
-"""The texts of pinned tools, kept so that a later change can be shown as a diff.
+"""The texts of pinned tools and servers' instructions, kept so that a later change can be
+shown as a diff.
 
-The configuration keeps only a tool's pin; this store keeps the bytes the pin was taken over,
-in a directory beside the configuration (``manage.pins_dir``).
+The configuration keeps only a pin; this store keeps the bytes the pin was taken over, in a
+directory beside the configuration (``manage.pins_dir``).
 
 Rules:
 
 1. A text is kept under its own pin: ``<pin>.json`` holds exactly the tool's ``raw`` bytes,
-   ``[<name>,<description or null>,<inputSchema>]`` as the server sent them. The store is
+   ``[<name>,<description or null>,<inputSchema>]``, with ``,<title or null>,<outputSchema or
+   null>`` before the closing bracket when it has either (core/proxy/pins.py rule 1), as the
+   server sent them. The store is
    addressed by content, so keeping the same tool twice writes nothing new, and a text no
    configuration names any more is harmless.
 2. Nothing is kept that does not hash to its pin: ``keep`` checks SHA-256 of the bytes against
@@ -17,6 +20,8 @@ Rules:
    longer hashes to its pin is replaced by the verified one.
 4. ``kept`` returns None when nothing is kept under the pin: pinned before Signoff kept texts, or
    the store was cleared. That is a normal state, shown as such, not an error.
+5. A server's instructions are kept the same way, as their UTF-8 bytes in ``<pin>.txt``
+   (``keep_instructions``, ``kept_instructions``; core/proxy/instructions.py rule 2).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 
 from core import private_files
 from core.errors import SignoffError
+from core.proxy.instructions import pin_of
 from core.proxy.pins import MAX_LISTING_BYTES, ListedTool
 
 _PIN = re.compile(r"[0-9a-f]{64}")
@@ -43,7 +49,8 @@ class PinTextAltered(SignoffError):
 
 
 class PinTextUnreadable(SignoffError):
-    """A kept text hashes to its pin but is not ``[name, description or null, schema]``."""
+    """A kept text hashes to its pin but is not ``[name, description or null, schema]``, with
+    ``title or null, output schema or null`` after it or not."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,8 @@ class PinnedTool:
     description: str  # "" when the server sent none or null, as in ``ListedTool``
     input_schema: dict[str, Any]
     pin: str
+    title: str | None = None
+    output_schema: dict[str, Any] | None = None
 
 
 def keep(directory: Path, tool: ListedTool) -> None:
@@ -62,14 +71,25 @@ def keep(directory: Path, tool: ListedTool) -> None:
         raise PinTextAltered(
             f"the text of {tool.name} does not hash to its pin {tool.pin[:16]}; it is not kept"
         )
-    path = _path(directory, tool.pin)
-    if _holds(path, tool.pin):
+    _write(_path(directory, tool.pin), tool.pin, tool.raw)
+
+
+def keep_instructions(directory: Path, text: str) -> str:
+    """Keep a server's instructions under their pin (rule 5); the pin."""
+    pin = pin_of(text)
+    _write(_path(directory, pin, ".txt"), pin, text.encode("utf-8"))
+    return pin
+
+
+def _write(path: Path, pin: str, data: bytes) -> None:
+    if _holds(path, pin):
         return
+    directory = path.parent
     private_files.make_dir(directory, repair=True)
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{tool.pin}.", suffix=".tmp")
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{pin}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:  # mkstemp made it 0600
-            f.write(tool.raw)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(temporary, path)
@@ -81,14 +101,9 @@ def keep(directory: Path, tool: ListedTool) -> None:
 def kept(directory: Path, pin: str) -> PinnedTool | None:
     """The tool as pinned under ``pin``, or None when its text was not kept."""
     path = _path(directory, pin)
-    data = _read(path)
+    data = _verified(path, pin, "tool")
     if data is None:
         return None
-    if hashlib.sha256(data).hexdigest() != pin:
-        raise PinTextAltered(
-            f"{path} does not hash to the pin it is kept under: it was changed after it was"
-            " kept. Remove it to review the tool without a diff, or pin the tool again."
-        )
     try:
         value = json.loads(data)
     except (ValueError, RecursionError):
@@ -96,13 +111,44 @@ def kept(directory: Path, pin: str) -> PinnedTool | None:
     match value:
         case [str(name), str() | None as description, dict(schema)]:
             return PinnedTool(name, description or "", schema, pin)
+        case [
+            str(name),
+            str() | None as description,
+            dict(schema),
+            str() | None as title,
+            dict() | None as output_schema,
+        ] if title is not None or output_schema is not None:
+            return PinnedTool(name, description or "", schema, pin, title, output_schema)
     raise PinTextUnreadable(f"{path} is not a pinned tool's text; remove it")
 
 
-def _path(directory: Path, pin: str) -> Path:
+def kept_instructions(directory: Path, pin: str) -> str | None:
+    """A server's instructions as pinned under ``pin``, or None when they were not kept."""
+    path = _path(directory, pin, ".txt")
+    data = _verified(path, pin, "server's instructions")
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PinTextUnreadable(f"{path} is not UTF-8 text; remove it") from None
+
+
+def _verified(path: Path, pin: str, what: str) -> bytes | None:
+    """The file's bytes, checked against the pin (rule 2); None when there is no file."""
+    data = _read(path)
+    if data is not None and hashlib.sha256(data).hexdigest() != pin:
+        raise PinTextAltered(
+            f"{path} does not hash to the pin it is kept under: it was changed after it was"
+            f" kept. Remove it to review the {what} without a diff, or pin again."
+        )
+    return data
+
+
+def _path(directory: Path, pin: str, suffix: str = ".json") -> Path:
     if not _PIN.fullmatch(pin):
         raise ValueError(f"{pin!r} is not a pin (64 hex digits)")
-    return directory / f"{pin}.json"
+    return directory / f"{pin}{suffix}"
 
 
 def _read(path: Path) -> bytes | None:

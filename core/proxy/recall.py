@@ -298,7 +298,7 @@ class Recall:
 def _output(exposed: Exposed) -> bool:
     """Whether a pending answer is an error to the host: for a tool declaring an output
     schema, whose results a host checks unless they are errors (core/proxy/answers.py)."""
-    return exposed.state.tool.has_output_schema
+    return exposed.declares_output_schema
 
 
 def close_run(session: Any, decision: Decision) -> None:

@@ -60,7 +60,7 @@ from core.policy import (
     PolicyRequest,
     behind_duplicate_rule,
 )
-from core.proxy import answers, config_record, host_identity, results, wake
+from core.proxy import answers, config_record, host_identity, instructions, results, wake
 from core.proxy.answers import STATUS_TOOL, Result
 from core.proxy.cancel import HOST_CALL, HostCall, current, host_gave_up
 from core.proxy.config import Config, stamp
@@ -204,7 +204,8 @@ class Proxy:
         schema = dict(state.exposed_schema)
         if hidden:
             schema["not"] = {"anyOf": [{"required": [name]} for name in hidden]}
-        schema["x-signoff"] = {"pin": state.tool.pin, "fixed": state.fixed}
+        # The pin that holds: a tool still under its old pin is shown, and bound, as pinned.
+        schema["x-signoff"] = {"pin": state.pinned_as, "fixed": state.fixed}
         server, tool_name, fixed = exposed.server, state.tool.name, state.fixed
 
         async def call_upstream(arguments: dict[str, Any]) -> Any:
@@ -240,9 +241,7 @@ class Proxy:
     # --- serving ------------------------------------------------------------------------
 
     def list_tools(self) -> list[dict[str, Any]]:
-        listed: list[Any] = self.offered.listing()  # package C: the servers' own objects
-        return [t if isinstance(t, dict) else t.model_dump(by_alias=True, exclude_none=True)
-                for t in listed]  # fmt: skip
+        return self.offered.listing()
 
     def reload_rules(self) -> bool:
         """Take up the rules and timings in force, when they changed.
@@ -493,7 +492,7 @@ class Proxy:
             approval = observation.approval
             return answers.pending(exposed.name, approval.id, approval.request_hash,
                                    kind=approval.kind,
-                                   error=exposed.state.tool.has_output_schema)  # fmt: skip
+                                   error=exposed.declares_output_schema)  # fmt: skip
         wake.wake("ended")
         if call.error is not None:
             raise UpstreamRefused(observation.error or "", call.error)
@@ -531,8 +530,9 @@ class Proxy:
 
     def instructions(self) -> str | None:
         """What the host is told of the servers in ``initialize`` (core/proxy/instructions.py),
-        once started."""
-        return None
+        once started: their pinned instructions."""
+        handshakes = {name: u.initialize_result for name, u in self.upstreams.items()}
+        return instructions.for_host(self.names, handshakes, self.config.servers)
 
     async def _from_server(self, upstream: Upstream, message: dict[str, Any]) -> Any:
         """A server's own request or notification: the host session's to answer or pass on

@@ -114,7 +114,7 @@ class Servers:
                 status.record(self.status_dir, name, None, self.problems[name])
                 continue
             upstream, listing = outcome
-            status.record(self.status_dir, name, listing)
+            status.record(self.status_dir, name, listing, handshake=upstream.initialize_result)
             self.upstreams[name] = upstream
             self.listings[name] = listing
             for what, why in listing.dropped:
@@ -181,7 +181,7 @@ class Servers:
         except UpstreamError as e:
             raise RuntimeError(f"server {server} is not running and did not restart: {e}") from None
         withdrawn = self._offered.withdraw(server, listing, tool)
-        status.record(self.status_dir, server, listing)
+        status.record(self.status_dir, server, listing, handshake=upstream.initialize_result)
         if withdrawn:
             await upstream.close()
             raise RuntimeError(withdrawn)

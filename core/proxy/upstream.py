@@ -92,6 +92,12 @@ class Greeting:
     client_info: dict[str, Any] = field(default_factory=lambda: dict(CLIENT_INFO))
 
 
+# What `signoff pin` and `servers test` declare: roots, answered with none (``no_roots``), so
+# that a server lists what it lists to a host that has roots (server-everything lists
+# get-roots-list to such a host only), and the tool can be pinned before a host asks for it.
+LISTING = Greeting(capabilities={"roots": {}})
+
+
 @dataclass(frozen=True)
 class Answer:
     """A server's answer to a request: its ``result`` as parsed exactly, the raw line, and why
@@ -100,6 +106,14 @@ class Answer:
     result: dict[str, Any]
     raw: bytes
     inexact: str = ""
+
+
+async def no_roots(upstream: Upstream, message: dict[str, Any]) -> dict[str, Any] | None:
+    """Answers a server's ``roots/list`` with no roots, as ``signoff pin`` and ``servers test``
+    do (``LISTING``)."""
+    if message.get("method") == "roots/list" and "id" in message:
+        return {"result": {"roots": []}}
+    return None
 
 
 # What the proxy does with a server's own message: a request's answer ({"result": ...} or

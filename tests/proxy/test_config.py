@@ -34,6 +34,7 @@ local_mutation = "approve"
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
 env = ["HOME_NOTES"]
+instructions_pin = "{instructions}"
 
 [servers.fs.tools.write_file]
 class = "local_mutation"
@@ -42,7 +43,7 @@ policy = "deny"
 fixed = {{ mode = "0644" }}
 deny = ["follow_symlinks"]
 overrule_annotations = true
-""".format(pin="ab" * 32)
+""".format(pin="ab" * 32, instructions="ef" * 32)
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -67,6 +68,7 @@ def test_a_full_configuration_is_read(tmp_path: Path) -> None:
     fs = config.servers["fs"]
     assert fs.command == "npx"
     assert fs.env == ("HOME_NOTES",)
+    assert fs.instructions_pin == "ef" * 32
     tool = fs.tools["write_file"]
     assert tool.side_effect is SideEffect.LOCAL_MUTATION
     assert tool.pin == "ab" * 32
@@ -153,6 +155,16 @@ def test_a_bad_class_is_refused_naming_the_value_and_the_choices(tmp_path: Path)
             '[servers.fs]\ncommand = "x"\n[servers.fs.tools.t]\npin = "abc"\n',
             4,
             "servers.fs.tools.t.pin: a pin is the 64 hex digits",
+        ),
+        (
+            '[servers.fs]\ncommand = "x"\ninstructions_pin = "' + "AB" * 32 + '"\n',
+            3,
+            "servers.fs.instructions_pin: a pin is the 64 hex digits",
+        ),
+        (
+            '[servers.fs]\ncommand = "x"\ninstructions_pin = 1\n',
+            3,
+            "servers.fs.instructions_pin: a pin is the 64 hex digits",
         ),
         (
             '[servers.fs]\ncommand = "x"\n[servers.fs.tools.t]\noverrule_annotations = "yes"\n',

@@ -14,6 +14,8 @@ from core.errors import ConfigError
 from core.policy import Rule
 from core.proxy import config as configuration
 from core.proxy import manage, status
+from core.proxy.instructions import pin_of
+from core.proxy.pins import read_listing
 from core.store import Store
 from core.tools import SideEffect
 from core.verify import verify
@@ -171,6 +173,30 @@ def test_servers_test_lists_tools_without_changing_the_configuration(home: Path)
     )
     assert status.read(home / "status", "trial") is None
     assert (home / "config.toml").read_bytes() == before
+
+
+def test_servers_test_gives_the_handshake_and_notes_instructions_to_review(home: Path) -> None:
+    said = "Use write_note for one line at a time."
+    script = home / "script.json"
+    script.write_text(json.dumps({"listing": json.dumps(TOOLS), "instructions": said}))
+    ok(home, "servers", "add", "notes", "--", sys.executable, str(FAKE_SERVER), str(script))
+    first, *pages = ok(home, "servers", "test", "notes", "--raw", "--handshake").splitlines()
+    assert json.loads(first)["instructions"] == said
+    assert [t.name for t in read_listing([p.encode() for p in pages]).tools] == ["write_note"]
+    plain = ok(home, "servers", "test", "notes", "--raw").splitlines()
+    assert plain == pages  # without --handshake, the answers alone, as before
+    last = status.read(home / "status", "notes")
+    assert last is not None and last.instructions == pin_of(said)
+    assert last.summary(configuration.load(home / "config.toml").servers["notes"]) == {
+        "pinned": 0, "new": 1, "changed": 0, "unclassified": 1, "conflicts": 0, "instructions": 1
+    }  # fmt: skip
+    ok(home, "pin", "notes", "--accept")
+    assert f"instructions: {len(said)} characters" in ok(home, "servers", "test", "notes")
+    last = status.read(home / "status", "notes")
+    assert last is not None
+    assert (
+        last.summary(configuration.load(home / "config.toml").servers["notes"])["instructions"] == 0
+    )
 
 
 def test_a_failed_connection_is_noted_for_the_settings_window(home: Path) -> None:

@@ -319,8 +319,9 @@ def test_the_mcp_inspector_cli_lists_and_calls_through_the_proxy(rig: Rig, tmp_p
 
 
 def test_everything_and_git_servers_through_the_proxy(rig: Rig, tmp_path: Path) -> None:
-    """A tool that declares an outputSchema is answered in text (never raising in the host),
-    and a git repository is read through the proxy."""
+    """A tool that declares an outputSchema is shown with it, as the server listed it (decision
+    0031), and answered without raising in the host; a git repository is read through the
+    proxy."""
     everything = everything_server()
     rig.add("every", everything.command, everything.args, everything.env_extra)
     rig.pin("every")
@@ -335,7 +336,7 @@ def test_everything_and_git_servers_through_the_proxy(rig: Rig, tmp_path: Path) 
     async def scenario() -> None:
         async with rig.client("every", "git") as host:
             tools = {t.name: t for t in (await host.list_tools()).tools}
-            assert all(t.output_schema is None for t in tools.values())
+            assert tools["every__get-structured-content"].output_schema is not None
             echoed = await host.call_tool("every__echo", {"message": "through"})
             assert "through" in text(echoed)
             weather = await host.call_tool("every__get-structured-content",
