@@ -27,14 +27,11 @@ from tests.conformance.normalise import (
     mask_times,
     no_list_changed,
     refused_by_signoff,
-    signoff_instructions,
     signoff_server_info,
     tools_and_logging_only,
-    without_metadata,
-    without_roots_only_tools,
+    without_icons,
     without_status_tool,
 )
-from tests.conformance.script import INSPECTOR, SDK
 
 __all__ = ["DIFFERENCES", "VOLATILE", "Context", "Difference", "Mask"]
 
@@ -75,7 +72,6 @@ class Mask:
         )
 
 
-NOT_YET = "not yet built: issue 19"
 DIFFERENCES: list[Difference] = [
     # The handshake.
     Difference(
@@ -93,13 +89,6 @@ DIFFERENCES: list[Difference] = [
         " a server declares it",
         tools_and_logging_only,
     ),
-    Difference(
-        "D-INSTRUCTIONS",
-        "initialize/instructions",
-        f"{NOT_YET}: the server's instructions (or their absence) are replaced by one Signoff"
-        " sentence",
-        signoff_instructions,
-    ),
     # The listing.
     Difference(
         "D-STATUS-TOOL",
@@ -109,23 +98,14 @@ DIFFERENCES: list[Difference] = [
         without_status_tool,
     ),
     Difference(
-        "D-TOOL-METADATA",
+        "D-TOOL-ICONS",
         "tools/list",
-        f"{NOT_YET}: title, annotations, outputSchema, execution, _meta and icons are not"
-        " forwarded",
-        without_metadata,
+        "by design: a tool's icons are not forwarded (decision 0031: URLs or data a host fetches"
+        " and shows, outside what the operator pinned)",
+        without_icons,
+        servers=("fake",),  # none of the real servers in the suite lists icons
     ),
-    Difference(
-        "D-ROOTS-ONLY-TOOLS",
-        "tools/list",
-        f"{NOT_YET}: a tool a server lists only to clients that declare roots"
-        " (get-roots-list) is neither pinned (signoff pin declares no roots) nor offered (the"
-        " proxy declares none upstream)",
-        without_roots_only_tools,
-        servers=("everything",),
-        clients=(SDK, INSPECTOR),  # the clients that declare roots
-    ),
-    # Results, in the order the proxy's flattening applies them (core/proxy/answers.py).
+    # Results.
     Difference(
         "D-RESULT-LIMIT",
         "result/over-limit",

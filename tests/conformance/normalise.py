@@ -125,10 +125,7 @@ def _inspector_code(value: Any) -> Any:
 
 # --- the handshake and the listing ----------------------------------------------------------
 
-SIGNOFF_INSTRUCTIONS = "Tool calls pass through Signoff: some wait for the operator's approval."
-TOOL_METADATA = ("title", "annotations", "outputSchema", "execution", "_meta", "icons")
 STATUS_TOOL = "signoff_status"
-ROOTS_ONLY_TOOLS = ("get-roots-list",)  # server-everything lists it to roots-capable clients
 
 
 def tools_of(value: Any) -> list[dict[str, Any]] | None:
@@ -146,23 +143,9 @@ def without_status_tool(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any
     return direct, proxied
 
 
-def without_metadata(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
+def without_icons(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
     for tool in tools_of(direct) or []:
-        for key in TOOL_METADATA:
-            tool.pop(key, None)
-    return direct, proxied
-
-
-def without_roots_only_tools(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    tools = tools_of(direct)
-    if tools is not None:
-        tools[:] = [t for t in tools if t.get("name") not in ROOTS_ONLY_TOOLS]
-    return direct, proxied
-
-
-def signoff_instructions(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    if proxied == SIGNOFF_INSTRUCTIONS:
-        return "(the server's)", "(the server's)"
+        tool.pop("icons", None)
     return direct, proxied
 
 

@@ -45,6 +45,7 @@ REFUSING_TOOL = {
     "description": "Answers every call with a JSON-RPC error.",
     "inputSchema": {"type": "object"},
     "annotations": {"readOnlyHint": True},
+    "icons": [{"src": "https://example.invalid/refuse.png", "mimeType": "image/png"}],
 }
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Conformance",
