@@ -376,7 +376,7 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
         f"  created {created}, last change {updated}",
         f"  goal: {goal}",
     ]
-    lines += [f"  {line}" for line in results.describe(_loads(result))]
+    lines += [f"  {line}" for line in results.describe(None if result is None else _loads(result))]
     roots = _roots(next((e[5] for e in events if e[2] == "run.started"), None))
     if roots is not None:
         lines.append(f"  roots the host had given the server: {canonical.dumps_text(roots)}")

@@ -16,7 +16,8 @@ SCRIPT holds:
   roots/list and answers with what it got; "log" sends a notifications/message first,
   "list_changed": true to send notifications/tools/list_changed after listing,
   "late": write_note acts, then answers after "delay" seconds (default 2) whether or not the
-  call was cancelled meanwhile; "cancellable": write_note acts, then waits "delay" seconds
+  call was cancelled meanwhile (with "late_bytes" of text when that is set); "cancellable":
+  write_note acts, then waits "delay" seconds
   for a cancellation, and answers only when none came; both keep reading requests meanwhile
   (ping is answered),
   "cancels": a file each notifications/cancelled received is appended to (its params as JSON),
@@ -63,11 +64,12 @@ def answer_text(mid: object, text: str) -> None:
           "result": {"content": [{"type": "text", "text": text}], "isError": False}})  # fmt: skip
 
 
-def slow(mid: object, text: str, delay: float, cancellable: bool) -> None:
-    """Answers after ``delay`` s; a cancellable call told it is cancelled never answers."""
+def slow(mid: object, reply: str, delay: float, cancellable: bool) -> None:
+    """Answers ``reply`` after ``delay`` s; a cancellable call told it is cancelled never
+    answers."""
     if _cancelled[mid].wait(delay) and cancellable:
         return
-    answer_text(mid, f"wrote {text!r}")
+    answer_text(mid, reply)
 
 
 def main() -> None:
@@ -205,7 +207,10 @@ def main() -> None:
                 append(str(notes), args.get("text", ""))
                 _cancelled.setdefault(mid, threading.Event())
                 delay = float(script.get("delay", 2))
-                threading.Thread(target=slow, args=(mid, args.get("text", ""), delay,
+                reply = f"wrote {args.get('text', '')!r}"
+                if script.get("late_bytes"):  # a large answer
+                    reply = "".join(f"{n:07d} " for n in range(script["late_bytes"] // 8))
+                threading.Thread(target=slow, args=(mid, reply, delay,
                                  behaviour == "cancellable"), daemon=True).start()  # fmt: skip
                 continue
             if behaviour == "not_object":

@@ -24,6 +24,7 @@ from core.store import Store
 from tests.conftest import run_signoff
 from tests.host import RawHost
 from tests.proxy.rig import FAKE_SERVER, NOTES_TOOLS
+from tests.waiting import wait_for
 
 TOOLS = [
     *NOTES_TOOLS,
@@ -228,3 +229,33 @@ def test_a_client_opening_the_2026_era_is_told_to_use_the_handshake(host: RawHos
     assert early["error"]["code"] == -32600  # initialize first
     assert host.initialize("1999-01-01")["result"]["protocolVersion"] == "2025-11-25"
     assert host.request("ping", b"{}")["result"] == {}
+
+
+@pytest.mark.guarantee("G-CRASH-1")
+def test_a_large_result_the_host_gave_up_on_is_kept_whole_for_its_re_call(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    notes = tmp_path / "notes.txt"
+    config(home, on_call={"write_note": "late"}, delay=1, late_bytes=300_000, notes=str(notes))
+    run_signoff("classify", "fake", "write_note", "local_mutation", home=home, ok=True)
+    run_signoff("policy", "local_mutation", "allow", home=home, ok=True)
+    host = RawHost(home, "fake", "--hold", "0.2")
+    try:
+        host.initialize()
+        host.send(b'{"jsonrpc":"2.0","id":"gone","method":"tools/call","params":{"name":'
+                  b'"write_note","arguments":{"text":"big"}}}')  # fmt: skip
+        host.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":'
+                  b'{"requestId":"gone","reason":"the user moved on"}}')  # fmt: skip
+
+        def kept() -> int:
+            with Store.open(home / "signoff.db") as store, store.snapshot() as conn:
+                return int(conn.execute("SELECT count(*) FROM result_blobs").fetchone()[0])
+
+        wait_for(lambda: kept() == 1, "the large result kept for the re-call")
+        again = host.call("write_note", b'{"text":"big"}')
+        text = again["result"]["content"][0]["text"]
+        assert len(text) == 300_000 and text.startswith("0000000 0000001 ")
+        assert notes.read_text() == "big\n"  # collected, not run again
+        assert kept() == 0  # handed back: no longer kept
+        assert not [m for m in host.others if m.get("id") == "gone"]  # cancelled: no answer
+    finally:
+        host.close()
