@@ -52,7 +52,7 @@ def test_every_place_names_the_approvals_hash_the_request_hash_and_shows_the_sam
     assert showing_the_call_hash == [f"  call hash: {call_hash} ({CALL_HASH_HELP})"]
 
     # What the model is told, to pass on: the same fingerprint, named as the request's.
-    told = _pending("srv/push", approval.id, request_hash).content[0].text  # type: ignore[union-attr]
+    told = _pending("srv/push", approval.id, request_hash)["content"][0]["text"]
     assert f"(request fingerprint {fingerprint})" in told
     proxy = Proxy(Config(), ["srv"], store, log_dir=home / "logs")
     with store.transaction("the request is this host's") as tx:  # signoff_status lists its own
