@@ -189,5 +189,8 @@ class Servers:
         return upstream
 
     async def close(self) -> None:
-        for upstream in self.upstreams.values():
+        """Stop every server, those spawned but never greeted (a host that left before its
+        ``initialize``) too."""
+        for upstream in [*self.upstreams.values(), *self._spawned.values()]:
             await upstream.close()
+        self._spawned.clear()
