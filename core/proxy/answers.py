@@ -25,11 +25,14 @@ STATUS_TOOL = "signoff_status"
 Result = dict[str, Any]
 
 
-def under_way(run_id: str) -> Result:
+def under_way(run_id: str, *, error: bool = False) -> Result:
+    """``error``: the tool declares an output schema, so a result that is not an error would
+    need ``structuredContent`` (as ``pending``)."""
     return text(
         f"Signoff: an identical call (run {run_id}) is under way in another Signoff process,"
         " or was cut off moments ago; it is not started twice. Call again with exactly the"
-        " same arguments later to learn how it ended."
+        " same arguments later to learn how it ended.",
+        error=error,
     )
 
 

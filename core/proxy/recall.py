@@ -149,11 +149,7 @@ class Recall:
         try:
             session, verdict = gate.attach(run_id)
         except RunLeased:
-            return answers.text(
-                f"Signoff: an identical call (run {run_id}) is under way in another Signoff"
-                " process, or was cut off moments ago; it is not started twice. Call again with"
-                " exactly the same arguments later to learn how it ended."
-            )
+            return answers.under_way(run_id, error=exposed.declares_output_schema)
         except RunStateError:  # it ended, or went on, between our read and the attach
             return await self.await_outcome(exposed, run_id, self._deadline())
         if verdict is None:  # its step never started the tool
@@ -180,7 +176,7 @@ class Recall:
             if waiting is not None and waiting[1] == "pending":
                 return await self.hold(exposed, run_id)
             if time.monotonic() >= deadline or host_gave_up():
-                return answers.under_way(run_id)
+                return answers.under_way(run_id, error=exposed.declares_output_schema)
             await asyncio.sleep(POLL_SECONDS)
 
     def collect_answer(self, exposed: Exposed, run_id: str) -> Result:

@@ -7,12 +7,13 @@ Rules:
    resource_link, embedded resource with text or blob), ``structuredContent``, ``isError``,
    ``_meta`` and annotations, in order, unknown members too. Nothing is added or re-encoded
    beyond JSON's own (key order and values kept; white space and escapes are the writer's).
-2. A result whose answer is over the limit (``result_limit_bytes``, measured on the server's
-   answer line) is cut: content blocks are kept in order while they fit, a text block that does
+2. A result over the limit (``result_limit_bytes``, measured on the result as the host receives
+   it) is cut: content blocks are kept in order while they fit, a text block that does
    not fit is cut at a character, an image, audio or embedded blob that does not fit is dropped
    whole, and nothing after the first block cut or dropped is kept; ``structuredContent`` is
    dropped (a part of it would not match the tool's output schema). A final text block says
-   what was cut, and ``isError`` is true. The call ran: its run is a recorded outcome.
+   what was cut (the first ``SHOWN`` parts dropped by name, the rest counted), and ``isError`` is
+   true. The call ran: its run is a recorded outcome.
 3. An answer that cannot be passed on (too large to read at all, JSON Signoff cannot read
    exactly, a result that is not an object) ran too: the host gets a text block saying so, with
    ``isError`` true, and that is recorded.
@@ -20,7 +21,8 @@ Rules:
    exactly what the host received, its ``isError``, the server's answer size, what a cut
    dropped, and either the whole result (when its canonical form is at most ``WHOLE`` bytes) or
    its ``parts``: each text block's start (up to ``EXCERPT`` bytes in all) with its size and
-   hash, each binary by type, size and hash, a ``structuredContent`` by size and hash. The whole
+   hash, each binary by type, size and hash, a ``structuredContent`` by size and hash; past
+   ``PARTS`` blocks, the rest by count, size and one hash. The whole
    of a larger result is kept apart (``result_blobs``) only while a re-call may still collect
    it, checked against the recorded hash when read (``from_record``).
 """
@@ -39,6 +41,8 @@ WHOLE = 64 * 1024  # bytes of a result recorded whole
 EXCERPT = 16 * 1024  # bytes of text recorded of a larger result, over all its text blocks
 MARKER_ROOM = 2048  # bytes kept free under the limit for the marker and the result's envelope
 BINARY = ("image", "audio")
+SHOWN = 20  # parts a cut names one by one, in its marker and its record; the rest are counted
+PARTS = 100  # content blocks recorded one by one of a result not recorded whole
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,9 @@ def shape(result: dict[str, Any], size: int, limit: int, server: str) -> Shaped:
     """The server's ``result`` (its answer line ``size`` bytes long) for the host: whole, or cut
     to ``limit`` (rule 2); and its record (rule 4)."""
     cut: dict[str, Any] | None = None
-    if size > limit:
+    # The answer line is at least the result: only a large line is measured again (escapes
+    # the server wrote may take more room than the result the host is sent).
+    if size > limit and _size(result) > limit:
         result, cut = _cut(result, size, limit, server)
     return recorded(result, size, cut)
 
@@ -175,8 +181,13 @@ def _cut(
     shown = ", ".join(
         f"{d.get('type') or d.get('member') or 'structuredContent'} of {d['bytes']} bytes"
         + (f" (its first {d['kept_bytes']} bytes kept)" if "kept_bytes" in d else "")
-        for d in dropped
+        for d in dropped[:SHOWN]
     )
+    rest = dropped[SHOWN:]
+    if rest:
+        more = {"more": len(rest), "bytes": sum(d["bytes"] for d in rest)}
+        shown += f", and {more['more']} more parts of {more['bytes']} bytes"
+        dropped = [*dropped[:SHOWN], more]
     marker = (
         f"[Signoff: this result was {size} bytes, over the limit of {limit} bytes the operator"
         f" set for server {server}; cut: {shown}. The call ran; it is not repeated.]"
@@ -204,7 +215,7 @@ def _parts(result: dict[str, Any]) -> list[JSONValue]:
     parts: list[JSONValue] = []
     room = EXCERPT
     content = _content(result)
-    for block in content:
+    for block in content[:PARTS]:
         data = canonical.dumps(block)
         part: dict[str, JSONValue] = {
             "type": _kind(block),
@@ -227,6 +238,10 @@ def _parts(result: dict[str, Any]) -> list[JSONValue]:
                 part["text"] = start
                 room -= len(start.encode())
         parts.append(part)
+    if len(content) > PARTS:
+        data = canonical.dumps(content[PARTS:])
+        parts.append({"type": "more", "count": len(content) - PARTS, "bytes": len(data),
+                      "sha256": hashlib.sha256(data).hexdigest()})  # fmt: skip
     if "structuredContent" in result:
         data = canonical.dumps(result["structuredContent"])
         parts.append(

@@ -15,10 +15,12 @@ Rules:
    and the request it answers (its id read from its start or its end) fails with
    ``UpstreamAnswerTooLarge``: the server answered, so it acted. The connection goes on.
 4. An answer is parsed by Signoff's exact parser; one it refuses (a key twice, an integer
-   beyond 2^53) fails a ``tools/call`` with ``UpstreamAnswerInexact`` (the server acted), while
-   a listing keeps its raw bytes (pins are taken over them, core/proxy/pins.py). A JSON-RPC
-   error fails the request with ``UpstreamRefused``, the error kept whole; a result that is not
-   an object with ``UpstreamAnswerUnreadable``. Lines that are not JSON are logged and skipped.
+   beyond 2^53), result or error, fails a ``tools/call`` with ``UpstreamAnswerInexact`` (the
+   server acted), while a listing keeps its raw bytes (pins are taken over them,
+   core/proxy/pins.py). A JSON-RPC error fails the request with ``UpstreamRefused``, the error
+   kept whole (one read inexactly is replaced by Signoff's own, naming why); a result that is
+   not an object with ``UpstreamAnswerUnreadable``. Lines that are not JSON are logged and
+   skipped.
 5. A request from the server is answered in a task of its own (the reader never waits on it):
    by ``on_message`` when given, else ping with ``{}`` and anything else "method not found".
    Notifications go to ``on_message`` too; without it they are logged and dropped.
@@ -256,13 +258,7 @@ class Upstream:
         params: dict[str, Any] = {"name": name, "arguments": arguments}
         if meta:
             params["_meta"] = meta
-        answer = await self.request("tools/call", params, timeout, grace=grace, cancelled=cancelled)
-        if answer.inexact:
-            raise UpstreamAnswerInexact(
-                f"server {self.server.name} answered with JSON Signoff cannot read exactly:"
-                f" {answer.inexact}"
-            )
-        return answer
+        return await self.request("tools/call", params, timeout, grace=grace, cancelled=cancelled)
 
     async def answers_ping(self, timeout: float) -> bool:
         """Whether the server still answers: one that does keeps its session state."""
@@ -427,7 +423,7 @@ class Upstream:
         answer too large to read (rule 3)."""
         members: dict[str, bytes] = {}
         with contextlib.suppress(ValueError):
-            members = rawjson.top_level(line.head, stop_after=("id",))
+            members = rawjson.top_level(line.head, stop_after=("id", "method"))
         with contextlib.suppress(ValueError):
             for key, raw in rawjson.top_level_tail(line.tail.rstrip(b"\r\n")).items():
                 members.setdefault(key, raw)
@@ -463,18 +459,26 @@ class Upstream:
             await self._from_server(message, inexact)
             return
         request_id = message.get("id")
-        # type(...) is int: true would otherwise answer request 1 (bool subclasses int).
-        future = self._pending.get(request_id) if type(request_id) is int else None
-        if future is None or future.done():
+        # Not a bool: true would otherwise answer request 1 (bool subclasses int).
+        if not isinstance(request_id, int) or isinstance(request_id, bool):
+            request_id = None
+        future = self._pending.get(request_id) if request_id is not None else None
+        if future is None or request_id is None or future.done():
             self.note(b"skipped an answer to no request in flight")
             return
-        if "error" in message:
-            error = message["error"]
-            text = error.get("message") if isinstance(error, dict) else str(error)
-            future.set_exception(UpstreamRefused(
-                f"server {self.server.name}: {text}",
-                error if isinstance(error, dict) else {"code": -32603, "message": str(error)},
+        if inexact and self._methods.get(request_id) == "tools/call":
+            # Result or error alike: the server answered, so it acted (rule 4).
+            future.set_exception(UpstreamAnswerInexact(
+                f"server {self.server.name} answered with JSON Signoff cannot read exactly:"
+                f" {inexact}"
             ))  # fmt: skip
+        elif "error" in message:
+            error = message["error"]
+            if inexact or not isinstance(error, dict):
+                why = inexact or "its error is not an object"
+                error = {"code": -32603, "message": f"an error Signoff cannot read: {why}"}
+            text = error.get("message")
+            future.set_exception(UpstreamRefused(f"server {self.server.name}: {text}", error))
         elif isinstance(message.get("result"), dict):
             future.set_result(Answer(message["result"], line, inexact))
         else:

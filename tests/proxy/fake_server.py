@@ -7,12 +7,14 @@ SCRIPT holds:
   "notes": a file the ``write_note`` tool appends to (its side effect, visible outside),
   "before_listing": lines to print before the tools/list answer (garbage, non-UTF-8 as hex),
   "on_call": {tool: "die" | "hang" | "error" | "ok" | "oversize" | "not_object" |
-  "write_then_hang" | "inexact" | "raw" | "progress" | "roots" | "log"} (default ok): "die",
-  "oversize", "not_object", "inexact" and "write_then_hang" perform write_note first, then die,
-  answer with a line of "oversize_bytes" (default 9 MiB), answer a result that is not an
-  object, answer an integer beyond 2^53, or never answer; "raw" answers the text
+  "write_then_hang" | "inexact" | "inexact_error" | "raw" | "progress" | "roots" | "log"}
+  (default ok): "die", "oversize", "not_object", "inexact", "inexact_error" and
+  "write_then_hang" perform write_note first, then die, answer with a line of "oversize_bytes"
+  (default 9 MiB), answer a result that is not an object, answer an integer beyond 2^53,
+  answer an error holding a lone surrogate, or never answer; "raw" answers the text
   "results"[tool] as its result, byte for byte; "progress" sends notifications/progress for the
-  call's progress token ("steps" of them) before answering; "roots" asks the client for
+  call's progress token ("steps" of them, "step_seconds" apart) before answering, then one
+  for the token "not-a-call" and each of "foreign_tokens"; "roots" asks the client for
   roots/list and answers with what it got; "log" sends a notifications/message first,
   "list_changed": true to send notifications/tools/list_changed after listing,
   "late": write_note acts, then answers after "delay" seconds (default 2) whether or not the
@@ -38,6 +40,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+WRITES_THEN_ANSWERS = ("oversize", "not_object", "write_then_hang", "inexact", "inexact_error")
 
 _writing = threading.Lock()  # answers of slow calls come from their own threads
 _cancelled: dict[object, threading.Event] = {}
@@ -133,9 +137,7 @@ def main() -> None:
                     with notes.open("a") as f:
                         f.write(args.get("text", "") + "\n")
                 os._exit(3)
-            if behaviour in ("oversize", "not_object", "write_then_hang", "inexact") and (
-                name == "write_note"
-            ):
+            if behaviour in WRITES_THEN_ANSWERS and (name == "write_note"):
                 with notes.open("a") as f:
                     f.write(args.get("text", "") + "\n")
             if behaviour == "oversize":
@@ -155,6 +157,13 @@ def main() -> None:
                     + b',"result":{"content":[],"structuredContent":{"n":9007199254740993}}}'
                 )
                 continue
+            if behaviour == "inexact_error":  # an error with a lone surrogate: not exact
+                send_raw(
+                    b'{"jsonrpc":"2.0","id":'
+                    + json.dumps(mid).encode()
+                    + b',"error":{"code":-32000,"message":"bad \\ud800 char"}}'
+                )
+                continue
             if behaviour == "raw":
                 send_raw(
                     b'{"jsonrpc":"2.0","id":'
@@ -167,6 +176,7 @@ def main() -> None:
             if behaviour == "progress":
                 token = (message["params"].get("_meta") or {}).get("progressToken")
                 for step in range(int(script.get("steps", 3))):
+                    time.sleep(float(script.get("step_seconds", 0)))
                     if token is not None:
                         send(
                             {
@@ -180,13 +190,14 @@ def main() -> None:
                                 },
                             }
                         )
-                send(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": "notifications/progress",
-                        "params": {"progressToken": "not-a-call", "progress": 1},
-                    }
-                )
+                for foreign in ("not-a-call", *script.get("foreign_tokens", [])):
+                    send(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/progress",
+                            "params": {"progressToken": foreign, "progress": 1},
+                        }
+                    )
             if behaviour == "log":
                 send(
                     {
@@ -248,9 +259,12 @@ def main() -> None:
             )
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": mid, "result": {}})
-        elif method == "logging/setLevel" and "logging" in script.get("capabilities", {}):
+        elif method == "logging/setLevel":  # recorded even when logging was not declared
             append(script.get("levels"), json.dumps(message["params"]))
-            send({"jsonrpc": "2.0", "id": mid, "result": {}})
+            if "logging" in script.get("capabilities", {}):
+                send({"jsonrpc": "2.0", "id": mid, "result": {}})
+            else:
+                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no"}})
         else:
             send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no"}})
 

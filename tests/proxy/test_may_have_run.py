@@ -44,6 +44,7 @@ ANSWERED = {  # the fake server's behaviour, and the words the host is told why
     "too-large": ("oversize", "UpstreamAnswerTooLarge"),
     "not-object": ("not_object", "without a result object"),
     "inexact": ("inexact", "UpstreamAnswerInexact"),
+    "inexact-error": ("inexact_error", "UpstreamAnswerInexact"),
 }
 BEHAVIOUR = {"timeout": "write_then_hang", "cancelled": "cancellable"}  # else the cause's name
 ANSWERS = ("approve", "reject", "expire", "none")

@@ -101,6 +101,42 @@ def test_an_image_that_does_not_fit_is_dropped_whole_never_cut() -> None:
     assert "image of" in shaped.result["content"][0]["text"]
 
 
+def test_a_result_of_many_blocks_is_cut_and_recorded_within_bounds() -> None:
+    """However many blocks a server sends, what the host gets fits the limit and what the chain
+    keeps stays small: the first blocks by name, the rest counted and hashed."""
+    many = {"content": [{"type": "text", "text": "x" * 200_000}]
+            + [{"type": "text", "text": ""}] * 100_000}  # fmt: skip
+    limit = 100_000
+    shaped = results.shape(many, size_of(many), limit, "fake")
+    assert size_of(shaped.result) <= limit
+    assert "and 99981 more parts of" in shaped.result["content"][-1]["text"]
+    dropped = shaped.record["cut"]["dropped"]  # type: ignore[index]
+    assert len(dropped) == results.SHOWN + 1 and dropped[-1]["more"] == 99_981
+    assert len(canonical.dumps(shaped.record)) < 40_000
+
+    under = {"content": [{"type": "text", "text": ""}] * 40_000}  # under 1 MiB, not cut
+    record = results.shape(under, size_of(under), 1 << 20, "fake").record
+    assert record["cut"] is None and len(record["parts"]) == results.PARTS + 1  # type: ignore[arg-type]
+    rest = record["parts"][-1]  # type: ignore[index]
+    assert rest["count"] == 40_000 - results.PARTS
+    assert (
+        rest["sha256"]
+        == hashlib.sha256(canonical.dumps(under["content"][results.PARTS :])).hexdigest()
+    )
+    assert len(canonical.dumps(record)) < 40_000
+
+
+def test_a_result_within_the_limit_is_not_cut_however_the_server_escaped_it() -> None:
+    """The limit is on the result the host receives: a server that writes each character as a
+    six-byte escape sends a longer line, not a larger result."""
+    result = {"content": [{"type": "text", "text": "日本語" * 30_000}], "structuredContent": {}}
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode()  # \u escapes
+    limit = 300_000
+    assert len(line) > limit >= size_of(result)
+    shaped = results.shape(result, len(line), limit, "fake")
+    assert shaped.result == result and shaped.record["cut"] is None
+
+
 @given(st.text(min_size=1, max_size=3000), st.integers(2200, 9000))
 def test_a_cut_text_is_a_prefix_at_a_character_and_fits(text: str, limit: int) -> None:
     big = {"content": [{"type": "text", "text": text * 40}]}
