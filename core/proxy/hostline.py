@@ -161,5 +161,11 @@ def _refuse_too_deep(line: bytes) -> None:
 
 def dump(message: Message) -> bytes:
     """A message to the host as one line, its newline included: the values as they are (the
-    server's result as it sent it, core/proxy/results.py), in the order they are in."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    server's result as it sent it, core/proxy/results.py), in the order they are in. A string
+    UTF-8 cannot carry (a lone surrogate) is written as its JSON escape, the line otherwise
+    unchanged; a message that is not JSON at all raises ``TypeError`` or ``ValueError``."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode() + b"\n"

@@ -19,19 +19,22 @@ Rules:
    (``Proxy.serve_call``): its answer is the result as the server sent it, or the JSON-RPC
    error the server answered with. A host's ``notifications/cancelled`` sets the call's
    cancellation; a cancelled request gets no answer (JSON-RPC), its outcome is recorded.
-4. ``ping`` is answered by Signoff. ``logging/setLevel`` goes to every running server: with one,
-   the host gets its answer unchanged; with several, success when one took it, else the first
-   error. Any other method: "method not found".
+   A request whose id is a request's still in flight is refused (-32600).
+4. ``ping`` is answered by Signoff. ``logging/setLevel`` goes to every running server that
+   declared ``logging``: with one, the host gets its answer unchanged; with several, success when
+   one took it, else the first error; with none, "method not found", as any other method.
 5. A server's ``roots/list`` is asked of the host once the host said it is initialized, and its
-   answer (result or error) handed back unchanged; to a host that declared no roots it is
-   "method not found", as such a client answers. The roots each server was last given are kept
-   (``Proxy.roots``) and recorded with each run. A server's ``notifications/progress`` reaches the
-   host when its token is the token of a call of the host's in flight on that server; its
-   ``notifications/message`` is written to the server's log and passed on (with several
-   servers, its ``logger`` is prefixed with the server's name). The host's
-   ``notifications/roots/list_changed`` goes to every server greeted with roots.
-6. When the host closes its input, every call in flight is given up (its outcome is still
-   recorded), and the proxy closes.
+   answer (result or error) handed back unchanged, each wait ``ROOTS_WAIT`` at most; to a host
+   that declared no roots it is "method not found", as such a client answers. The roots each
+   server was last given are kept (``Proxy.roots``) and recorded with each run. A server's
+   ``notifications/progress`` reaches the host when its token is the token of a call of the
+   host's at that server now (core/proxy/servers.py rule 6); its ``notifications/message`` is
+   written to the server's log and passed on (with several servers, its ``logger`` is prefixed
+   with the server's name). The host's ``notifications/roots/list_changed`` goes to every server
+   greeted with roots, in a task of its own.
+6. When the host closes its input, or a write to it fails (core/proxy/hoststdio.py), every call
+   in flight is given up (its outcome is still recorded), the requests still open get
+   ``cancel_grace_seconds`` + 1 to end (``settle``), and the proxy closes.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from core.errors import SignoffError, UpstreamRefused
 from core.proxy import answers
 from core.proxy.config import Config
@@ -55,7 +60,7 @@ from core.store import Store
 log = logging.getLogger("signoff.proxy")
 
 # The versions the initialize handshake reaches, oldest first (mcp_types.version's
-# HANDSHAKE_PROTOCOL_VERSIONS; tests/proxy/test_host_session.py holds them equal).
+# HANDSHAKE_PROTOCOL_VERSIONS; tests/proxy/test_faithful.py holds them equal).
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 SERVER_INFO = {"name": "signoff", "version": "0.1"}
 METHOD_NOT_FOUND = -32601
@@ -83,7 +88,6 @@ class HostSession:
         self._started: asyncio.Future[None] | None = None
         self._host_ready = asyncio.Event()  # the host's notifications/initialized
         self._calls: dict[str, asyncio.Event] = {}  # the host's requests in flight: cancelled
-        self._progress: dict[str, str] = {}  # a call's progress token -> its server
         self._asked: dict[int, asyncio.Future[dict[str, Any]]] = {}  # our requests to the host
         self._next_id = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -96,13 +100,27 @@ class HostSession:
         if "method" not in message:
             self._answered(message)
         elif "id" in message:
+            key = _key(message["id"])
+            if key in self._calls:  # its cancellation would be ambiguous, its answer too
+                why = f"request id {message['id']!r} is already in use by a request in flight"
+                await self._deliver({"jsonrpc": "2.0", "id": message["id"],
+                                     **_error(INVALID_REQUEST, why)})  # fmt: skip
+                return
             cancelled = asyncio.Event()
-            self._calls[_key(message["id"])] = cancelled
-            task = asyncio.create_task(self._request(message, cancelled))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._calls[key] = cancelled
+            self._spawn(self._request(message, cancelled))
         else:
             await self._notification(message)
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, message: Message) -> None:
+        """Put a message on the wire; once the host is gone, it is dropped (rule 6)."""
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._send(message)
 
     async def _request(self, message: Message, cancelled: asyncio.Event) -> None:
         request_id, method = message["id"], message["method"]
@@ -118,7 +136,7 @@ class HostSession:
             self._calls.pop(_key(request_id), None)
         if cancelled.is_set():
             return  # rule 3: a cancelled request gets no answer
-        await self._send({"jsonrpc": "2.0", "id": request_id, **answer})
+        await self._deliver({"jsonrpc": "2.0", "id": request_id, **answer})
 
     async def _answer(
         self, method: str, params: dict[str, Any], cancelled: asyncio.Event
@@ -178,9 +196,6 @@ class HostSession:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         if type(token) not in (str, int):
             token = None
-        exposed = self.proxy.exposed.get(name)
-        if token is not None and exposed is not None:
-            self._progress[_key(token)] = exposed.server
         try:
             result = await self.proxy.serve_call(
                 name, arguments, self.proxy.host, cancelled=cancelled, progress=token
@@ -189,15 +204,14 @@ class HostSession:
             if isinstance(e, UpstreamRefused):
                 raise
             result = answers.text(f"Signoff: {e} [{type(e).__name__}]", error=True)
-        finally:
-            if token is not None:
-                self._progress.pop(_key(token), None)
         return {"result": result}
 
     async def _set_level(self, params: dict[str, Any]) -> dict[str, Any]:
-        running = [u for u in self.proxy.upstreams.values() if u.alive]
+        running = [
+            u for u in self.proxy.upstreams.values() if u.alive and "logging" in u.capabilities
+        ]
         if not running:
-            return _error(METHOD_NOT_FOUND, "Method not found: logging/setLevel")
+            return _error(METHOD_NOT_FOUND, "Method not found")  # as a server without logging says
         outcomes = await asyncio.gather(
             *(u.request("logging/setLevel", params, 30.0) for u in running),
             return_exceptions=True,
@@ -220,11 +234,18 @@ class HostSession:
             if cancelled is not None:
                 cancelled.set()
         elif method == "notifications/roots/list_changed":
+            self._spawn(self._roots_changed(params))  # never holds up the host's next message
+
+    async def _roots_changed(self, params: dict[str, Any]) -> None:
+        method = "notifications/roots/list_changed"
+        try:
             if self._started is not None:
-                await asyncio.shield(self._started)
-            for upstream in self.proxy.upstreams.values():
+                await asyncio.wait_for(asyncio.shield(self._started), ROOTS_WAIT)
+            for upstream in list(self.proxy.upstreams.values()):
                 if "roots" in upstream.greeting.capabilities:
-                    await upstream.notify(method, params or None)
+                    await asyncio.wait_for(upstream.notify(method, params or None), ROOTS_WAIT)
+        except Exception as e:  # the servers' start failed or a server does not read: noted
+            log.warning("the host's roots/list_changed was not passed on: %r", e)
 
     def _answered(self, message: Message) -> None:
         """The host's answer to a request of the proxy's (a server's roots/list, passed on)."""
@@ -248,8 +269,8 @@ class HostSession:
             return None  # ping answered by the upstream client; the rest "method not found"
         if method == "notifications/progress":
             token = params.get("progressToken")
-            if self._progress.get(_key(token)) == upstream.server.name:
-                await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+            if self.proxy.servers.at_server.get(_key(token)) == upstream.server.name:
+                await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
             else:
                 upstream.note(b"dropped a progress notification for no call in flight")
         elif method == "notifications/message":
@@ -258,7 +279,7 @@ class HostSession:
                 logger = params.get("logger")
                 named = upstream.server.name + (f"/{logger}" if isinstance(logger, str) else "")
                 params = {**params, "logger": named}
-            await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+            await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
         elif method == "notifications/tools/list_changed":
             upstream.note(b"tools/list_changed ignored: the tool set is fixed at start")
         else:
@@ -268,7 +289,11 @@ class HostSession:
     async def _roots(self, upstream: Upstream, params: dict[str, Any]) -> dict[str, Any]:
         if "roots" not in self.host_capabilities:
             return _error(METHOD_NOT_FOUND, "Method not found: the host declared no roots")
-        await self._host_ready.wait()
+        try:
+            await asyncio.wait_for(self._host_ready.wait(), ROOTS_WAIT)
+        except TimeoutError:
+            why = f"the host did not say it was initialized within {ROOTS_WAIT:g} s"
+            return _error(INTERNAL_ERROR, why)
         answer = await self.ask("roots/list", params or None, ROOTS_WAIT)
         if isinstance(answer.get("result"), dict):  # recorded with each run (rule 5)
             self.proxy.roots[upstream.server.name] = answer["result"].get("roots")
@@ -284,7 +309,7 @@ class HostSession:
         if params is not None:
             message["params"] = params
         try:
-            await self._send(message)
+            await self._deliver(message)
             return await asyncio.wait_for(future, wait)
         except TimeoutError:
             return _error(INTERNAL_ERROR, f"the host did not answer {method} within {wait:g} s")
@@ -300,6 +325,17 @@ class HostSession:
         for future in self._asked.values():
             if not future.done():
                 future.set_result(_error(INTERNAL_ERROR, "the host is gone"))
+
+    async def settle(self, wait: float) -> None:
+        """Wait up to ``wait`` seconds for the requests in flight to end, then cancel the rest
+        (a call's cancellation is then set: core/proxy/server.py ``serve_call``)."""
+        if not self._tasks:
+            return
+        _, late = await asyncio.wait(set(self._tasks), timeout=wait)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
 
 
 async def serve(
@@ -325,12 +361,13 @@ async def serve(
         # line it refuses is answered by name and never reaches the session.
         async with host_stdio() as (read, write):
             session = HostSession(proxy, write.send)
-            async with read:
-                async for message in read:
-                    await session.receive(message)
-            session.host_gone()
-            if session._tasks:
-                await asyncio.wait(set(session._tasks))
+            try:
+                async with read:
+                    async for message in read:
+                        await session.receive(message)
+            finally:
+                session.host_gone()
+            await session.settle(proxy.config.cancel_grace_seconds + 1)
             await write.aclose()  # the writer ends once what it holds is written
     finally:
         with contextlib.suppress(Exception):

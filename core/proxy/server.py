@@ -299,24 +299,24 @@ class Proxy:
         arguments: dict[str, Any] | None,
         host: host_identity.Host | None = None,
         *,
-        cancelled: Cancelled | None = None,
+        cancelled: asyncio.Event | None = None,
         progress: str | int | None = None,
     ) -> Result:
         """A host's call, made in a task of its own that the host's cancellation (or its going
         away) does not interrupt: an upstream call in flight is cancelled at the server and its
         outcome recorded (rule 3); a hold ends at once. ``cancelled``: set by the host's
-        cancellation (one of its own when not given, set when this task is cancelled);
+        cancellation and when this task is cancelled (an event of its own when not given);
         ``progress``: the host's progress token."""
-        own = asyncio.Event()
+        event = cancelled or asyncio.Event()
         task = asyncio.ensure_future(
-            self.call(name, arguments, cancelled or own, host=host, progress=progress)
+            self.call(name, arguments, event, host=host, progress=progress)
         )
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
-            own.set()
+            event.set()
             raise
 
     async def call(

@@ -17,11 +17,14 @@ Rules:
    never came, or whose answer's id could not be read, has an unknown outcome.
 5. The servers' processes are started as soon as the proxy is (``spawn``), and greeted when the
    host has said who it is (``start`` with the host's ``Greeting``); a restart greets the same.
+6. A host's progress token is the server's to use while the call is at the server, and only
+   then (``at_server``): a held call, or one answered, has no progress to report.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -79,6 +82,7 @@ class Servers:
         self._on_message = on_message
         self._ceiling = ceiling
         self._spawned: dict[str, Upstream] = {}
+        self.at_server: dict[str, str] = {}  # a call's progress token (as JSON) -> its server
 
     def _upstream(self, server: ServerConfig) -> Upstream:
         kwargs = {} if self._ceiling is None else {"ceiling": self._ceiling(server.name)}
@@ -151,6 +155,9 @@ class Servers:
             return await upstream.call_tool(tool, arguments, timeout, grace=grace,
                                             cancelled=call.cancelled, meta=meta)  # fmt: skip
 
+        token = None if call.progress is None else json.dumps(call.progress)
+        if token is not None:
+            self.at_server[token] = server  # rule 6
         try:
             try:
                 return await send(upstream)
@@ -169,6 +176,9 @@ class Servers:
             raise RuntimeError(str(e)) from None
         except (UpstreamGone, UpstreamCancelled) as e:
             raise OutcomeUnknown(str(e)) from None  # it reached the server
+        finally:
+            if token is not None and self.at_server.get(token) == server:
+                del self.at_server[token]
 
     async def restart(self, server: str, tool: str) -> Upstream:
         """Start a server that died between calls, withdrawing what its new listing no longer

@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from core import canonical
+from core.proxy.hostsession import HANDSHAKE_VERSIONS
+from core.records import pending_requests
 from core.store import Store
 from tests.conftest import run_signoff
 from tests.host import RawHost
@@ -196,6 +198,87 @@ def test_progress_reaches_the_host_under_its_own_token_and_nothing_else(host: Ra
     ]  # the server's "not-a-call" token is not passed on
 
 
+def test_progress_reaches_the_host_only_while_its_call_is_at_the_server(tmp_path: Path) -> None:
+    """A call held for the operator has no progress to report: a server that sends progress
+    under its token (guessed, or a host's token used twice) is not passed on."""
+    home = tmp_path / "home"
+    config(home, foreign_tokens=["held"])
+    run_signoff("classify", "fake", "write_note", "local_mutation", home=home, ok=True)
+    run_signoff("policy", "local_mutation", "approve", home=home, ok=True)
+    host = RawHost(home, "fake", "--hold", "60")
+    try:
+        host.initialize()
+        host.send(b'{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"write_note",'
+                  b'"arguments":{"text":"x"},"_meta":{"progressToken":"held"}}}')  # fmt: skip
+
+        def held() -> bool:
+            with Store.open(home / "signoff.db") as store, store.snapshot() as conn:
+                return bool(pending_requests(conn))
+
+        wait_for(held, "the write held for the operator")
+        answer = host.request(
+            "tools/call", b'{"name":"slow","arguments":{},"_meta":{"progressToken":"mine"}}'
+        )
+        assert not answer["result"]["isError"]
+        tokens = [
+            m["params"]["progressToken"]
+            for m in host.others
+            if m.get("method") == "notifications/progress"
+        ]
+        assert tokens == ["mine"] * 3
+    finally:
+        host.close()
+
+
+def test_a_request_id_in_use_is_refused_and_the_first_request_is_answered(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    config(home, step_seconds=0.3)
+    host = RawHost(home, "fake")
+    try:
+        host.initialize()
+        call = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}'
+        host.send(call)
+        host.send(call)
+        first, second = host.answer(7), host.answer(7)
+        assert second == {"jsonrpc": "2.0", "id": 7, "error": {
+            "code": -32600, "message": "request id 7 is already in use by a request in flight"
+        }} or first["error"]["code"] == -32600, (first, second)  # fmt: skip
+        answered = second if "error" in first else first
+        assert answered["result"]["isError"] is False
+        host.send(b'{"jsonrpc":"2.0","id":8,"method":"ping"}')
+        assert host.answer(8)["result"] == {}
+        assert not [m for m in host.others if m.get("id") == 7]  # no third answer
+    finally:
+        host.close()
+
+
+def test_a_host_that_stops_reading_ends_the_proxy_cleanly(tmp_path: Path) -> None:
+    """Its end of the proxy's output closed while its input stays open: the first write fails,
+    and the proxy ends as when the host closes its input, its servers stopped."""
+    home = tmp_path / "home"
+    config(home)
+    host = RawHost(home, "fake")
+    host.initialize()
+    assert host.process.stdout is not None and host.process.stdin is not None
+    host.process.stdout.close()
+    host.send(b'{"jsonrpc":"2.0","id":5,"method":"ping"}')
+    try:
+        code = host.process.wait(timeout=60)
+    finally:
+        host.process.stdin.close()
+        host._stderr.close()
+    assert code == 0, host.stderr()
+    log = (home / "logs" / "proxy.log").read_text()
+    assert "the host's end of the wire is closed" in log, log[-3000:]
+    assert "Traceback" not in host.stderr()
+
+
+def test_the_handshake_versions_are_the_sdk_s() -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    assert HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+
+
 def test_logging_is_declared_set_and_passed_on(host: RawHost, fake: Path) -> None:
     answer = host.initialize()
     assert answer["result"]["capabilities"]["logging"] == {}
@@ -209,15 +292,18 @@ def test_logging_is_declared_set_and_passed_on(host: RawHost, fake: Path) -> Non
     assert "a log line" in (fake.parent / "logs" / "fake.log").read_text()
 
 
-def test_a_server_without_logging_answers_set_level_itself(tmp_path: Path) -> None:
+def test_set_level_goes_only_to_a_server_that_declared_logging(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    config(home)
+    levels = tmp_path / "levels.jsonl"
+    config(home, levels=str(levels))
     host = RawHost(home, "fake")
     try:
         answer = host.initialize()
         assert "logging" not in answer["result"]["capabilities"]
         refused = host.request("logging/setLevel", b'{"level":"debug"}')
-        assert refused["error"] == {"code": -32601, "message": "no"}  # the server's own
+        assert refused["error"] == {"code": -32601, "message": "Method not found"}  # not "no"
+        host.call("chatty", b"{}")  # a call answered after it: the server read all it was sent
+        assert not levels.exists()  # never sent what it did not declare
     finally:
         host.close()
 

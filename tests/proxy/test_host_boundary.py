@@ -411,3 +411,17 @@ def test_every_host_line_is_decoded_exactly_or_refused_by_name(
         event("error" if "error" in message else "refused by the gate")
         assert "error" in message or message["result"]["isError"], message
     good_call_works(host)
+
+
+def test_every_message_to_the_host_is_written_as_a_line_it_can_read() -> None:
+    """A string UTF-8 cannot carry (a lone surrogate, read by a lenient parser) is written as its
+    escape; an answer that is not JSON at all becomes an error answering its request, so the
+    host is never left waiting and the writer never stops."""
+    from core.proxy.hoststdio import _line
+
+    odd = {"jsonrpc": "2.0", "id": 1, "result": {"text": "a\ud800b é"}}
+    assert json.loads(_line(odd)) == odd
+    assert _line({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}).endswith(b"[]}}\n")
+    broken = json.loads(_line({"jsonrpc": "2.0", "id": 2, "result": {"x": object()}}))
+    assert broken["id"] == 2 and broken["error"]["code"] == -32603
+    assert _line({"jsonrpc": "2.0", "method": "m", "params": {"x": object()}}) == b""
