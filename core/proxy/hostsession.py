@@ -21,8 +21,9 @@ Rules:
    cancellation; a cancelled request gets no answer (JSON-RPC), its outcome is recorded.
    A request whose id is a request's still in flight is refused (-32600).
 4. ``ping`` is answered by Signoff. ``logging/setLevel`` goes to every running server that
-   declared ``logging``: with one, the host gets its answer unchanged; with several, success when
-   one took it, else the first error; with none, "method not found", as any other method.
+   declared ``logging`` (when none did, to every running server, so each answers for itself):
+   with one, the host gets its answer unchanged; with several, success when one took it, else
+   the first error. Any other method: "method not found".
 5. A server's ``roots/list`` is asked of the host once the host said it is initialized, and its
    answer (result or error) handed back unchanged, each wait ``ROOTS_WAIT`` at most; to a host
    that declared no roots it is "method not found", as such a client answers. The roots each
@@ -207,11 +208,12 @@ class HostSession:
         return {"result": result}
 
     async def _set_level(self, params: dict[str, Any]) -> dict[str, Any]:
-        running = [
-            u for u in self.proxy.upstreams.values() if u.alive and "logging" in u.capabilities
-        ]
+        alive = [u for u in self.proxy.upstreams.values() if u.alive]
+        # The servers that declared logging; when none did, each answers for itself, as it
+        # would directly (their "method not found" differ: some add the method as data).
+        running = [u for u in alive if "logging" in u.capabilities] or alive
         if not running:
-            return _error(METHOD_NOT_FOUND, "Method not found")  # as a server without logging says
+            return _error(METHOD_NOT_FOUND, "Method not found")
         outcomes = await asyncio.gather(
             *(u.request("logging/setLevel", params, 30.0) for u in running),
             return_exceptions=True,

@@ -292,20 +292,34 @@ def test_logging_is_declared_set_and_passed_on(host: RawHost, fake: Path) -> Non
     assert "a log line" in (fake.parent / "logs" / "fake.log").read_text()
 
 
-def test_set_level_goes_only_to_a_server_that_declared_logging(tmp_path: Path) -> None:
+def test_set_level_goes_to_the_servers_that_declared_logging_else_each_answers(
+    tmp_path: Path,
+) -> None:
+    """Of two servers, only the one that declared logging is sent the level; with none that
+    declared it, each answers for itself, as it would directly."""
     home = tmp_path / "home"
-    levels = tmp_path / "levels.jsonl"
-    config(home, levels=str(levels))
-    host = RawHost(home, "fake")
+    quiet, loud = tmp_path / "quiet.jsonl", tmp_path / "loud.jsonl"
+    config(home, levels=str(quiet))
+    script = tmp_path / "loud.json"
+    script.write_text(json.dumps({"listing": json.dumps(NOTES_TOOLS), "levels": str(loud),
+                                  "capabilities": {"tools": {}, "logging": {}}}))  # fmt: skip
+    run_signoff("servers", "add", "loud", "--", sys_executable(), str(FAKE_SERVER), str(script),
+                home=home, ok=True)  # fmt: skip
+    run_signoff("pin", "loud", "--accept", home=home, ok=True)
+    both = RawHost(home, "fake", "loud")
     try:
-        answer = host.initialize()
-        assert "logging" not in answer["result"]["capabilities"]
-        refused = host.request("logging/setLevel", b'{"level":"debug"}')
-        assert refused["error"] == {"code": -32601, "message": "Method not found"}  # not "no"
-        host.call("chatty", b"{}")  # a call answered after it: the server read all it was sent
-        assert not levels.exists()  # never sent what it did not declare
+        assert both.initialize()["result"]["capabilities"]["logging"] == {}
+        assert both.request("logging/setLevel", b'{"level":"debug"}')["result"] == {}
+        assert lines(loud) == [{"level": "debug"}] and not quiet.exists()
     finally:
-        host.close()
+        both.close()
+    alone = RawHost(home, "fake")
+    try:
+        assert "logging" not in alone.initialize()["result"]["capabilities"]
+        refused = alone.request("logging/setLevel", b'{"level":"debug"}')
+        assert refused["error"] == {"code": -32601, "message": "no"}  # the server's own
+    finally:
+        alone.close()
 
 
 def test_a_client_opening_the_2026_era_is_told_to_use_the_handshake(host: RawHost) -> None:
