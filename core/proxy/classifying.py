@@ -7,9 +7,10 @@ both forms.
 
 Rules:
 
-1. The words are ``TOOL CLASS`` (two words, the second without ``=``: the one-tool form, which
-   also takes a tool whose name holds ``=``), or each ``TOOL=CLASS``, split at the last ``=`` (a
-   class never holds one).
+1. The words (``--rest CLASS`` and ``--all CLASS`` aside, wherever they stand) are ``TOOL
+   CLASS`` (two words, the second without ``=`` or a leading ``-``: the one-tool form, which
+   also takes a tool whose name holds ``=``), or each ``TOOL=CLASS``, split at the last ``=``
+   (a class never holds one).
 2. ``--rest CLASS`` classifies every tool the server has pinned that has no class yet and is
    not named; ``--all CLASS`` every tool it has pinned that is not named. A named tool's own
    class comes first.
@@ -39,19 +40,35 @@ from core.tools import SideEffect
 CLASSES = tuple(s.value for s in SideEffect)
 
 
-def read_words(words: Sequence[str]) -> tuple[list[tuple[str, str]], list[str]]:
-    """The (tool, class) entries the words name, and the words that name none (rule 1)."""
-    if len(words) == 2 and "=" not in words[1]:
-        return [(words[0], words[1])], []
+OPTIONS = ("--rest", "--all")
+
+
+def read_words(
+    words: Sequence[str],
+) -> tuple[list[tuple[str, str]], list[str], dict[str, list[str]]]:
+    """The (tool, class) entries the words name, the words that name none (rule 1), and the
+    values of ``--rest`` and ``--all`` given among them (``--rest CLASS`` or ``--rest=CLASS``)."""
+    options: dict[str, list[str]] = {option: [] for option in OPTIONS}
+    left: list[str] = []
+    rest = list(words)
+    while rest:
+        word = rest.pop(0)
+        option, sep, value = word.partition("=")
+        if option in options and (sep or rest):
+            options[option].append(value if sep else rest.pop(0))
+        else:
+            left.append(word)
+    if len(left) == 2 and "=" not in left[1] and not left[1].startswith("-"):
+        return [(left[0], left[1])], [], options
     entries: list[tuple[str, str]] = []
     unread: list[str] = []
-    for word in words:
+    for word in left:
         tool, sep, side_effect = word.rpartition("=")
         if sep and tool:
             entries.append((tool, side_effect))
         else:
             unread.append(word)
-    return entries, unread
+    return entries, unread, options
 
 
 def _side_effect(text: str) -> SideEffect | None:

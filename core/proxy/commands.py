@@ -107,7 +107,9 @@ def register(commands: Any) -> None:
         " and --all.",
     )
     p.add_argument("name", metavar="NAME")
-    p.add_argument("entries", nargs="*", metavar="TOOL=CLASS",
+    # REMAINDER, read by classifying.read_words: argparse takes no optional after a "*"
+    # positional (an option between TOOL=CLASS words would be refused).
+    p.add_argument("entries", nargs=argparse.REMAINDER, metavar="TOOL=CLASS",
                    help="TOOL=CLASS for each tool; or TOOL CLASS for one")  # fmt: skip
     which = p.add_mutually_exclusive_group()
     which.add_argument("--rest", metavar="CLASS",
@@ -335,11 +337,16 @@ def classify(args: argparse.Namespace) -> int:
     """One tool, or many in one change (core/proxy/classifying.py); the notes after say which
     of them are not offered yet, and why."""
     name, path = args.name, paths.config_path()
-    entries, unread = classifying.read_words(args.entries)
+    entries, unread, options = classifying.read_words(args.entries)
+    rest = [*([args.rest] if args.rest is not None else []), *options["--rest"]]
+    every = [*([args.every] if args.every is not None else []), *options["--all"]]
+    if len(rest) > 1 or len(every) > 1:
+        return _error("give --rest or --all once")
     try:
         before = configuration.load(path)
-        after, classes = manage.classify(path, name, entries, rest=args.rest, every=args.every,
-                                         unread=unread)  # fmt: skip
+        after, classes = manage.classify(path, name, entries, unread=unread,
+                                         rest=rest[0] if rest else None,
+                                         every=every[0] if every else None)  # fmt: skip
     except ConfigError as e:
         return _error(str(e), type(e).__name__)
     _record_policy(before, after)
