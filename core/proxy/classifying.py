@@ -3,7 +3,7 @@
 ``signoff classify NAME TOOL CLASS`` classifies one tool; ``signoff classify NAME TOOL=CLASS
 [TOOL=CLASS ...] [--rest CLASS | --all CLASS]`` classifies many in one configuration write,
 recorded once (core/proxy/config_record.py rule 1), as ``core.proxy.manage.classify`` does for
-both forms.
+both forms (decision 0035).
 
 Rules:
 
