@@ -99,6 +99,8 @@ def register(commands: Any) -> None:
     classes = ", ".join(s.value for s in SideEffect)
     p = commands.add_parser(
         "classify",
+        usage="signoff classify NAME TOOL CLASS\n       signoff classify NAME TOOL=CLASS..."
+        " [--rest CLASS | --all CLASS]",
         help="set tools' side-effect classes: NAME TOOL CLASS, or NAME TOOL=CLASS... in one"
         " change, all or none; --rest CLASS: every pinned tool with no class yet",
         description=f"Set the side-effect class ({classes}) of one tool, or of many in one"
@@ -116,7 +118,7 @@ def register(commands: Any) -> None:
                        help="every pinned tool that has no class yet and is not named")  # fmt: skip
     which.add_argument("--all", dest="every", metavar="CLASS",
                        help="every pinned tool that is not named, classified or not")  # fmt: skip
-    p.set_defaults(func=classify)
+    p.set_defaults(func=classify, parser=p)
 
     p = commands.add_parser(
         "policy", help="CLASS allow|approve|deny|default, or NAME TOOL allow|approve|deny|default"
@@ -337,6 +339,9 @@ def classify(args: argparse.Namespace) -> int:
     """One tool, or many in one change (core/proxy/classifying.py); the notes after say which
     of them are not offered yet, and why."""
     name, path = args.name, paths.config_path()
+    if {"-h", "--help"} & set(args.entries):  # after NAME, REMAINDER takes it
+        args.parser.print_help()
+        return EXIT_OK
     entries, unread, options = classifying.read_words(args.entries)
     rest = [*([args.rest] if args.rest is not None else []), *options["--rest"]]
     every = [*([args.every] if args.every is not None else []), *options["--all"]]

@@ -368,6 +368,7 @@ def test_one_classify_sets_many_tools_in_one_recorded_change(home: Path, tmp_pat
     assert classes(home)["tool_5"] == "read_only"
     settled = (home / "config.toml").read_bytes(), records(home)
     ok(home, "classify", "many", "--rest", "destructive")
+    assert "--rest CLASS" in ok(home, "classify", "many", "tool_0=read_only", "--help")
     assert ((home / "config.toml").read_bytes(), records(home)) == settled
 
 
