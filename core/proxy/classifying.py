@@ -38,8 +38,6 @@ from core.proxy.pins import conflict
 from core.tools import SideEffect
 
 CLASSES = tuple(s.value for s in SideEffect)
-
-
 OPTIONS = ("--rest", "--all")
 
 
