@@ -168,6 +168,15 @@ class ConfigUnrecorded(ConfigError):
     trusted or restored."""
 
 
+class ClassificationRefused(ConfigError):
+    """A classification of one or more tools is refused whole: ``problems`` lists each entry
+    that cannot be taken, and nothing was written."""
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
 class TTLRefused(ConfigError):
     """A time-to-live that cannot work: a lease TTL of zero or less, or not finite (a lease
     that lapses as it is taken, a heartbeat that never sleeps, or a dead process that blocks its

@@ -18,6 +18,7 @@ from tests.conftest import ROOT
         ("history.py", ["--runs", "500"], "extra for the large record:"),
         ("proxy.py", ["--calls", "20"], "ratio proxied/direct:"),
         ("notify.py", ["--calls", "3"], "ratio notify/datagram:"),
+        ("classify.py", ["--tools", "5", "--repeat", "1"], "ratio batch/single:"),
     ],
 )
 def test_each_benchmark_runs_and_prints_its_ratio(

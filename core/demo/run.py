@@ -199,8 +199,7 @@ def configure(home: Path, ui: Out) -> None:
                    " decisions unauthenticated`, in its chain).", indent=2)  # fmt: skip
     signoff_cli(ui, "servers", "add", SERVER, "--", *server)
     signoff_cli(ui, "pin", SERVER, "--accept")
-    for tool, side_effect in CLASSES.items():
-        signoff_cli(ui, "classify", SERVER, tool, side_effect)
+    signoff_cli(ui, "classify", SERVER, *(f"{tool}={side}" for tool, side in CLASSES.items()))
     ui.say(
         "Pinned: a tool whose description changes stops working until you pin it again."
         " Classified: reads are allowed, a write needs your approval, and so does a delete"

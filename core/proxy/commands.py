@@ -17,8 +17,16 @@ from core.approvals import approve, reject
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError, UnknownApproval
 from core.policy import Rule
+from core.proxy import (
+    classifying,
+    config_commands,
+    config_record,
+    instructions,
+    manage,
+    status,
+    wake,
+)
 from core.proxy import config as configuration
-from core.proxy import config_commands, config_record, instructions, manage, status, wake
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.proxy.hostsession import serve
 from core.proxy.pin_command import pin
@@ -88,11 +96,29 @@ def register(commands: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=pin)
 
-    p = commands.add_parser("classify", help="set a tool's side-effect class")
+    classes = ", ".join(s.value for s in SideEffect)
+    p = commands.add_parser(
+        "classify",
+        usage="signoff classify NAME TOOL CLASS\n       signoff classify NAME TOOL=CLASS..."
+        " [--rest CLASS | --all CLASS]",
+        help="set tools' side-effect classes: NAME TOOL CLASS, or NAME TOOL=CLASS... in one"
+        " change, all or none; --rest CLASS: every pinned tool with no class yet",
+        description=f"Set the side-effect class ({classes}) of one tool, or of many in one"
+        " change of the configuration, recorded once: all of them, or, when any entry is"
+        " refused, none (each problem is listed). A tool named keeps its own class over --rest"
+        " and --all.",
+    )
     p.add_argument("name", metavar="NAME")
-    p.add_argument("tool", metavar="TOOL")
-    p.add_argument("side_effect", metavar="CLASS", choices=[s.value for s in SideEffect])
-    p.set_defaults(func=classify)
+    # REMAINDER, read by classifying.read_words: argparse takes no optional after a "*"
+    # positional (an option between TOOL=CLASS words would be refused).
+    p.add_argument("entries", nargs=argparse.REMAINDER, metavar="TOOL=CLASS",
+                   help="TOOL=CLASS for each tool; or TOOL CLASS for one")  # fmt: skip
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--rest", metavar="CLASS",
+                       help="every pinned tool that has no class yet and is not named")  # fmt: skip
+    which.add_argument("--all", dest="every", metavar="CLASS",
+                       help="every pinned tool that is not named, classified or not")  # fmt: skip
+    p.set_defaults(func=classify, parser=p)
 
     p = commands.add_parser(
         "policy", help="CLASS allow|approve|deny|default, or NAME TOOL allow|approve|deny|default"
@@ -310,8 +336,34 @@ async def _pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], 
 
 
 def classify(args: argparse.Namespace) -> int:
-    return _set_tool(args.name, args.tool, f"{args.name}/{args.tool} is {args.side_effect}",
-                     side_effect=args.side_effect)  # fmt: skip
+    """One tool, or many in one change (core/proxy/classifying.py); the notes after say which
+    of them are not offered yet, and why."""
+    name, path = args.name, paths.config_path()
+    if {"-h", "--help"} & set(args.entries):  # after NAME, REMAINDER takes it
+        args.parser.print_help()
+        return EXIT_OK
+    entries, unread, options = classifying.read_words(args.entries)
+    rest = [*([args.rest] if args.rest is not None else []), *options["--rest"]]
+    every = [*([args.every] if args.every is not None else []), *options["--all"]]
+    if len(rest) > 1 or len(every) > 1:
+        return _error("give --rest or --all once")
+    try:
+        before = configuration.load(path)
+        after, classes = manage.classify(path, name, entries, unread=unread,
+                                         rest=rest[0] if rest else None,
+                                         every=every[0] if every else None)  # fmt: skip
+    except ConfigError as e:
+        return _error(str(e), type(e).__name__)
+    _record_policy(before, after)
+    if not classes:
+        print(f"{name}: every pinned tool has a class already; nothing changed")
+    for tool, side_effect in classes.items():
+        print(f"{name}/{tool} is {side_effect.value}")
+    last = status.read(paths.data_dir() / "status", name)
+    listed, at = (last.tools, last.at) if last is not None and not last.error else (None, "")
+    for note in classifying.notes(name, after.servers[name], classes, listed, at):
+        print(f"note: {note}")
+    return EXIT_OK
 
 
 def tool_settings(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ Rules:
 1. Every operation edits the file with ``config.Editor`` (comments and layout survive) and
    validates the whole result before writing it: a refused change (``ConfigError``) leaves the
    file as it was.
-2. Each returns the configuration as saved.
+2. Each returns the configuration as saved (``classify``: with the classes it set).
 3. A change that alters the policy's identity (a class rule, a tool's rule) is recorded in the
    audit chain by ``record_policy_change``, so that the history shows when the rules changed
    and a re-check can say what the new rules would have decided differently.
@@ -23,7 +23,8 @@ import tomlkit
 from core.canonical import JSONValue
 from core.errors import ConfigError
 from core.policy import Rule
-from core.proxy.config import ENV_NAME, SERVER_NAME, Config, Editor, load
+from core.proxy import classifying
+from core.proxy.config import ENV_NAME, SERVER_NAME, Config, Editor, decode, load, load_text
 from core.proxy.pins import ListedTool
 from core.store import Store, utc_now
 from core.tools import SideEffect
@@ -167,6 +168,28 @@ def set_tool(
     if "overrule_annotations" in settings:
         _put(table, "overrule_annotations", True if settings["overrule_annotations"] else None)
     return editor.save()
+
+
+def classify(
+    path: Path,
+    server: str,
+    entries: Sequence[tuple[str, str]],
+    *,
+    rest: str | None = None,
+    every: str | None = None,
+    unread: Sequence[str] = (),
+) -> tuple[Config, dict[str, SideEffect]]:
+    """Classify the tools ``entries`` names, and with ``rest`` or ``every`` the server's other
+    pinned tools (core/proxy/classifying.py), in one save: all of them, or (refused) none. The
+    plan is made from the file this save edits. Nothing to classify writes nothing."""
+    editor = Editor(path)
+    config = Config() if editor.read is None else load_text(path, decode(path, editor.read))
+    classes = classifying.plan(config, server, entries, rest=rest, every=every, unread=unread)
+    if not classes:
+        return config, classes
+    for tool, side_effect in classes.items():
+        _tool_table(editor, server, tool)["class"] = side_effect.value
+    return editor.save(), classes
 
 
 def set_call_timeout(

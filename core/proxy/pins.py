@@ -43,9 +43,6 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-import mcp_types
-from pydantic import ValidationError
-
 from core.errors import ListingRefused, SchemaRefused
 from core.proxy import rawjson
 from core.proxy.config import ToolConfig
@@ -201,6 +198,9 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
         for key, hint in hints.items():
             if key.endswith("Hint") and not isinstance(hint, bool):
                 return None, (label, f"annotation {key} is {hint!r}, not true or false")
+    import mcp_types  # here: ~0.2 s of pydantic models that only a listing needs
+    from pydantic import ValidationError
+
     try:
         mcp_types.Tool.model_validate(value)
     except ValidationError as e:

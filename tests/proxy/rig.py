@@ -46,8 +46,8 @@ class Rig:
         return json.loads(self.signoff("pin", name, "--json").stdout)
 
     def classify(self, name: str, **classes: str) -> None:
-        for tool, side_effect in classes.items():
-            self.signoff("classify", name, tool, side_effect)
+        """One command for all the tools, as an operator would (``TOOL=CLASS ...``)."""
+        self.signoff("classify", name, *(f"{tool}={side}" for tool, side in classes.items()))
 
     def pending(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.signoff("pending").stdout.splitlines()]

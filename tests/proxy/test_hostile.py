@@ -114,10 +114,10 @@ def ready(
     fake = Fake(home, name, tools, env, **script)
     signoff(home, "pin", name, "--accept", env=env)
     if env is not None:
-        for tool in json.loads(tools):
-            signoff(home, "classify", name, tool["name"], CLASSES[tool["name"]], env=env)
+        named = [f"{t['name']}={CLASSES[t['name']]}" for t in json.loads(tools)]
+        signoff(home, "classify", name, *named, env=env)
         return fake
-    # What `signoff classify` does, in-process: one edit instead of one command per tool.
+    # What `signoff classify NAME TOOL=CLASS...` does, in this process: one edit, no subprocess.
     editor = Editor(home / "config.toml")
     for tool in json.loads(tools):
         editor.table("servers", name, "tools", tool["name"])["class"] = CLASSES[tool["name"]]

@@ -13,7 +13,7 @@ import pytest
 from core.errors import ConfigError
 from core.policy import Rule
 from core.proxy import config as configuration
-from core.proxy import manage, status
+from core.proxy import config_record, manage, status
 from core.proxy.instructions import pin_of
 from core.proxy.pins import read_listing
 from core.store import Store
@@ -308,3 +308,112 @@ def test_a_recorded_rule_change_leaves_the_state_tables_as_the_events_say(home: 
     ok(home, "policy", "destructive", "deny")
     with Store.open(home / "signoff.db") as store:
         check_consistency(store)
+
+
+# --- many tools in one classify --------------------------------------------------------------
+
+MANY = [
+    {"name": f"tool_{n}", "description": f"Tool {n}.", "inputSchema": {"type": "object"}}
+    for n in range(6)
+]
+
+
+def pinned_server(home: Path, script: Path) -> Rig:
+    """A home whose server ``many`` lists MANY (from ``script``, so two homes write the same
+    configuration), every tool pinned and none classified."""
+    if not script.exists():
+        script.write_text(json.dumps({"listing": json.dumps(MANY)}))
+    rig = Rig(home)
+    rig.add("many", sys.executable, [str(FAKE_SERVER), str(script)])
+    rig.pin("many")
+    return rig
+
+
+def records(home: Path) -> list[tuple[int, str, dict[str, object]]]:
+    """The events of no run (configurations and rule changes): seq, kind and payload."""
+    with Store.open(home / "signoff.db") as store, store.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT seq, kind, payload FROM events WHERE run_id IS NULL ORDER BY seq"
+        ).fetchall()
+    return [(seq, kind, json.loads(payload)) for seq, kind, payload in rows]
+
+
+def classes(home: Path) -> dict[str, str | None]:
+    tools = configuration.load(home / "config.toml").servers["many"].tools
+    return {t: c.side_effect.value if c.side_effect else None for t, c in tools.items()}
+
+
+def test_one_classify_sets_many_tools_in_one_recorded_change(home: Path, tmp_path: Path) -> None:
+    pinned_server(home, tmp_path / "script.json")
+    before = records(home)
+    out = ok(home, "classify", "many", "tool_0=destructive", "tool_1=local_mutation",
+             "--rest", "read_only")  # fmt: skip
+    assert len(out.splitlines()) == len(MANY)
+    assert classes(home) == {"tool_0": "destructive", "tool_1": "local_mutation",
+                             **{f"tool_{n}": "read_only" for n in range(2, 6)}}  # fmt: skip
+    after = records(home)
+    new = after[len(before) :]
+    assert [kind for _, kind, _ in new] == ["config.recorded"]  # one write, one record
+    assert new[0][2]["text"] == (home / "config.toml").read_text()
+    with Store.open(home / "signoff.db") as store:
+        verify(store)
+        # The record in force is this one, and its place is kept in the keyring (the anchor).
+        assert config_record.load_kept(store.database_id) == config_record.Kept(
+            new[0][0], str(new[0][2]["sha256"])
+        )
+        assert not config_record.state(store, home / "config.toml").changed_outside
+    # --all reclassifies every pinned tool not named; --rest with none left changes nothing.
+    ok(home, "classify", "many", "--all", "remote_mutation", "tool_5=read_only")
+    assert set(classes(home).values()) == {"remote_mutation", "read_only"}
+    assert classes(home)["tool_5"] == "read_only"
+    settled = (home / "config.toml").read_bytes(), records(home)
+    ok(home, "classify", "many", "--rest", "destructive")
+    assert "--rest CLASS" in ok(home, "classify", "many", "tool_0=read_only", "--help")
+    assert ((home / "config.toml").read_bytes(), records(home)) == settled
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        ["tool_0=read_only", "tool_1=harmless"],  # an unknown class
+        ["tool_0=read_only", "tool_0=destructive"],  # a tool named twice
+        ["tool_0=read_only", "tool_1"],  # a word that is not TOOL=CLASS
+        ["tool_0=read_only", "--rest", "sometimes"],
+        ["tool_0", "harmless"],  # the one-tool form
+    ],
+    ids=["unknown-class", "named-twice", "not-tool-equals-class", "unknown-rest-class",
+         "one-tool-form"],
+)  # fmt: skip
+@pytest.mark.guarantee("G-CONFIG-1")
+def test_one_refused_entry_refuses_the_whole_classification_and_writes_nothing(
+    home: Path, tmp_path: Path, entries: list[str]
+) -> None:
+    pinned_server(home, tmp_path / "script.json")
+    before = (home / "config.toml").read_bytes(), records(home)
+    assert "[ClassificationRefused]" in refused(home, "classify", "many", *entries)
+    assert ((home / "config.toml").read_bytes(), records(home)) == before
+    assert set(classes(home).values()) == {None}
+
+
+def test_one_classify_records_what_one_command_per_tool_records(home: Path, tmp_path: Path) -> None:
+    """The same configuration, recorded the same way, by the same operator: one record where one
+    command per tool (the one-tool form, still working) leaves one per tool."""
+    script = tmp_path / "script.json"
+    one_by_one = tmp_path / "one-by-one"
+    one_by_one.mkdir(mode=0o700)
+    wanted = {t["name"]: ("read_only" if n % 2 else "local_mutation") for n, t in enumerate(MANY)}
+    for where in (home, one_by_one):
+        pinned_server(where, script)
+    start = len(records(home)), len(records(one_by_one))
+    ok(home, "classify", "many", *(f"{tool}={side}" for tool, side in wanted.items()))
+    for tool, side_effect in wanted.items():
+        ok(one_by_one, "classify", "many", tool, side_effect)
+    assert (home / "config.toml").read_bytes() == (one_by_one / "config.toml").read_bytes()
+    batch, each = records(home)[start[0] :], records(one_by_one)[start[1] :]
+    assert [k for _, k, _ in batch] == ["config.recorded"]
+    assert [k for _, k, _ in each] == ["config.recorded"] * len(MANY)
+    fields = ("text", "sha256", "by", "why")
+    assert {f: batch[-1][2][f] for f in fields} == {f: each[-1][2][f] for f in fields}
+    for where in (home, one_by_one):
+        with Store.open(where / "signoff.db") as store:
+            verify(store)
