@@ -18,7 +18,7 @@ from core.canonical import loads
 from core.errors import ConfigError, SignoffError, UnknownApproval
 from core.policy import Rule
 from core.proxy import config as configuration
-from core.proxy import config_commands, config_record, instructions, manage, status, wake
+from core.proxy import config_commands, config_record, instructions, manage, status
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.proxy.hostsession import serve
 from core.proxy.pin_command import pin
@@ -512,7 +512,6 @@ def decide(args: argparse.Namespace) -> int:
             act(store, approval.run_id, approval.id, by, args.reason, expected_hash=args.hash)
         except SignoffError as e:
             return _error(str(e), type(e).__name__)
-    wake.wake(args.decision)
     verb = "approved" if args.decision == "approve" else "rejected"
     fingerprint = present.fingerprint(approval.request_hash)
     print(f"{verb} {approval.id} (run {approval.run_id}, request fingerprint {fingerprint})")
