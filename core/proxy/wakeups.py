@@ -59,6 +59,7 @@ class Wakeups:
     def listening_while(self) -> Iterator[None]:
         """Listen for the time of one wait loop (rule 1); nested and concurrent uses share it."""
         if self._users == 0:
+            self._rung = asyncio.Event()  # of this loop: a proxy may be driven by several
             self._open()
         self._users += 1
         try:
@@ -79,10 +80,13 @@ class Wakeups:
         if cancelled is not None:
             waits.append(asyncio.ensure_future(cancelled.wait()))
         try:
-            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(waits, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
         finally:
             for w in waits:
                 w.cancel()
+        for w in done:
+            w.result()  # a wait that failed is raised, never taken for a wake
 
     def _open(self) -> None:
         if not hasattr(socket, "AF_UNIX"):

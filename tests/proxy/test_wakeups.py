@@ -158,3 +158,34 @@ def test_a_proxy_that_cannot_listen_holds_by_polling(
             await held
 
     asyncio.run(scenario())
+
+
+def test_a_proxy_driven_by_one_event_loop_then_another_holds_in_each(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(BACKSTOP_VARIABLE, BACKSTOP)
+
+    async def refuse(*_: Any) -> Any:
+        raise AssertionError("a pending approval never goes on")
+
+    def no_gate() -> Any:
+        raise AssertionError("no gate is needed to hold a call")
+
+    recall = CountingRecall(store, gate=no_gate, hold=lambda: HOLD, wall=lambda: 0.0,
+                            after_verdict=refuse)  # fmt: skip
+    exposed: Any = SimpleNamespace(name="write_note", declares_output_schema=False)
+
+    async def hold_until_woken_then_cancelled() -> None:
+        cancelled = asyncio.Event()
+        cancel.HOST_CALL.set(cancel.HostCall(cancelled=cancelled))
+        reads = recall.reads
+        held = asyncio.ensure_future(recall.hold(exposed, "run-1"))
+        await until(lambda: recall.reads > reads, "the hold's first read")
+        wake.wake("approved")
+        await until(lambda: recall.reads > reads + 1, "a read on the wake")
+        cancelled.set()
+        with anyio.fail_after(DEADLINE):
+            await held
+
+    asyncio.run(hold_until_woken_then_cancelled())
+    asyncio.run(hold_until_woken_then_cancelled())  # its wake-up is of this loop, not the last
