@@ -26,9 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core import wake
 from core.errors import SignoffError
 from core.proxy import config as configuration
-from core.proxy import config_commands, config_record, wake
+from core.proxy import config_commands, config_record
 from core.store import Store
 
 log = logging.getLogger("signoff.app")

@@ -16,10 +16,9 @@ from PySide6.QtNetwork import QLocalServer, QLocalSocket
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from app import autostart
-from core import paths, private_files
+from core import paths, private_files, wake
 from core.errors import UnsafePermissions
 from core.heads import KeyringHeadStore
-from core.proxy import wake
 from core.store import Store
 
 APP_ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "app.svg"

@@ -37,7 +37,7 @@ from core.errors import SignoffError
 from core.heads import HeadStore
 from core.operator_key import OperatorKey
 from core.proxy import config as configuration
-from core.proxy import config_record, wake
+from core.proxy import config_record
 from core.records import ApprovalView, read_approval
 from core.store import Store
 from core.sweep import sweep
@@ -357,7 +357,6 @@ class TrayApp(QObject):
         except SignoffError as e:
             self.say("Signoff: not decided", str(e), QSystemTrayIcon.MessageIcon.Warning)
             return False
-        wake.wake(decision)
         self.refresh()
         return True
 

@@ -12,8 +12,7 @@ from urllib.parse import quote
 
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
 
-from core import private_files
-from core.proxy import wake
+from core import private_files, wake
 
 POLL_MS = 500
 

@@ -13,18 +13,22 @@ Needs a D-Bus session bus on which nothing owns ``org.freedesktop.Notifications`
   D-Bus), in a qasync loop, woken by the proxy's datagram;
 - ``signoff proxy notes --hold 30`` in front of tests/proxy/fake_server.py (``write_note``
   classified ``local_mutation``, so every call waits for approval), called by the mcp SDK's
-  client on a thread of its own, one call after the other, each with new arguments.
+  client on a thread of its own, one call after the other, each with new arguments; the proxy
+  holding the call is woken by the decision's datagram (decision 0034), its poll of the store a
+  1 s backstop.
 
 For each call: **notify** is the time from the approval's ``created_at`` (written by the proxy)
 to the daemon receiving the app's ``Notify`` (both on the wall clock); **approve** is the time
 from the daemon emitting ``ActionInvoked`` for the Approve button to the held call returning
-its result to the client. A few warm-up calls are not counted (the first one connects the app
-to the bus). The baseline, in the same run: a bare round trip of a datagram over AF_UNIX
+its result to the client (the app deciding, the proxy woken, the grant checked and run, the
+result recorded and handed back). A few warm-up calls are not counted (the first one connects
+the app to the bus). The baseline, in the same run: a bare round trip of a datagram over AF_UNIX
 sockets to an echoing process and back (median of 2,000), the cheapest thing that crosses
 from one process to another as the proxy's wake-up does.
 
-Prints p50 and p95 of both, their ratios to the baseline, and the goals (issue): notify p95
-under 250 ms, Approve to result p95 under 300 ms.
+Prints p50 and p95 of both, their ratios to the baseline, and the goals: notify p95 under
+250 ms; Approve to result p95 at most 15 ms (issue "Speed"; it was 300 ms, then 55-61 ms
+measured with a 50 ms poll of the store).
 
     python bench/notify.py [--calls N]
 """
@@ -52,7 +56,7 @@ BASELINE_TRIPS = 2000
 HOLD = 30.0
 DEADLINE = 60.0
 GOAL_NOTIFY_P95_MS = 250.0
-GOAL_APPROVE_P95_MS = 300.0
+GOAL_APPROVE_P95_MS = 15.0
 
 
 def percentile(values: list[float], p: int) -> float:
@@ -140,6 +144,7 @@ async def measure(home: Path, service: Any, host: Host, total: int) -> tuple[lis
     from core.store import Store
 
     data = home / "app"
+    proxies = home / "run" / "proxies"
     data.mkdir(mode=0o700)
     notify: list[float] = []
     approve: list[float] = []
@@ -158,6 +163,8 @@ async def measure(home: Path, service: Any, host: Host, total: int) -> tuple[lis
                     ).fetchone()
                 fingerprint = " ".join(digest[i : i + 4] for i in range(0, 16, 4))
                 assert fingerprint in shown.body and f'"bench {n}"' in shown.body, shown
+                # A proxy that could not listen would poll: the figures would be the poll's.
+                await until(lambda: list(proxies.glob("*.sock")), "the proxy's wake socket")
                 at = datetime.fromisoformat(created).timestamp()
                 key = shown.action("Approve")
                 # As a person would: press the button once the app knows what it showed (the
@@ -261,7 +268,7 @@ def main() -> None:
     )
     print(
         f"Approve to result:      p50 {a50:.1f} ms, p95 {a95:.1f} ms;"
-        f" goal p95 < {approve_goal:.0f} ms: {met(a95 < approve_goal)}"
+        f" goal p95 <= {approve_goal:.0f} ms: {met(a95 <= approve_goal)}"
     )
     print(f"ratio notify/datagram:  p50 {n50 / b50:.0f}x, p95 {n95 / b95:.0f}x")
     print(f"ratio approve/datagram: p50 {a50 / b50:.0f}x, p95 {a95 / b95:.0f}x")

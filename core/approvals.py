@@ -16,13 +16,16 @@ Rules:
    ``interrupted_side_effect`` ends it ``not_repeated``, since its call may have run
    (``core.effects`` rule 3). Approving only records the grant: the gate executes it, once,
    when a session attaches.
+6. Once a decision is committed, and only then, whoever waits on the store is woken (core/
+   wake.py): the proxy holding the call and the tray app. Every path that decides (the CLI,
+   the app, the demo, a library caller) goes through here, so none can forget the wake.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from core import canonical, effects, operator_key, transitions
+from core import canonical, effects, operator_key, transitions, wake
 from core.canonical import JSONValue
 from core.errors import ApprovalMismatch, ApprovalNotPending, UnknownApproval
 from core.operator_key import OperatorKey
@@ -165,4 +168,5 @@ def _decide(
         decided = read_approval(tx.conn, approval_id)
     if decided is None:  # read back inside the transaction that wrote it: cannot happen
         raise UnknownApproval(f"run {run_id} has no approval {approval_id}")
+    wake.wake(status)  # after the commit: the woken read the decision (rule 6)
     return decided

@@ -470,7 +470,6 @@ class Agent:
 
     def auto_approve(self, approval: ApprovalView) -> None:
         from core.approvals import approve
-        from core.proxy import wake
 
         with Store.open(paths.database_path(), create=False) as store:
             approve(
@@ -481,7 +480,6 @@ class Agent:
                 "signoff demo --auto-approve",
                 expected_hash=approval.request_hash,
             )
-        wake.wake("approve")
         self.ui.say(
             f"--auto-approve: the demo approves {approval.id} itself, through core.approvals,"
             " as `signoff approve` would.",

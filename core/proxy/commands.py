@@ -17,15 +17,7 @@ from core.approvals import approve, reject
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError, UnknownApproval
 from core.policy import Rule
-from core.proxy import (
-    classifying,
-    config_commands,
-    config_record,
-    instructions,
-    manage,
-    status,
-    wake,
-)
+from core.proxy import classifying, config_commands, config_record, instructions, manage, status
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.proxy.hostsession import serve
@@ -564,7 +556,6 @@ def decide(args: argparse.Namespace) -> int:
             act(store, approval.run_id, approval.id, by, args.reason, expected_hash=args.hash)
         except SignoffError as e:
             return _error(str(e), type(e).__name__)
-    wake.wake(args.decision)
     verb = "approved" if args.decision == "approve" else "rejected"
     fingerprint = present.fingerprint(approval.request_hash)
     print(f"{verb} {approval.id} (run {approval.run_id}, request fingerprint {fingerprint})")

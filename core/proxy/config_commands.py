@@ -10,10 +10,10 @@ from __future__ import annotations
 import difflib
 import sys
 
-from core import paths
+from core import paths, wake
 from core.errors import SignoffError
 from core.proxy import config as configuration
-from core.proxy import config_record, wake
+from core.proxy import config_record
 from core.store import Store
 
 WORDS = ("diff", "accept", "restore")

@@ -11,8 +11,9 @@ Rules:
    begin a run for it, and a run of a mutating call another of them is making is waited for
    within the hold, its outcome handed back here too. A run of no recorded host (made before
    hosts were recorded) is no host's: no re-call collects it.
-2. A call needing approval is held up to the hold time, watching the store every 50 ms; the
-   tray app is woken. Approved within the hold: the result is returned in the same call.
+2. A call needing approval is held up to the hold time, the store read again each time the
+   proxy is woken (core/proxy/wakeups.py: a decision wakes it; a slow poll is the backstop);
+   the tray app is woken. Approved within the hold: the result is returned in the same call.
    Otherwise, or once the host cancels the call, the answer is prose: pending, with the
    approval id, and how to collect it.
 3. An approved call whose approval cannot be checked (the operator key unreadable: a locked or
@@ -36,20 +37,20 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from core import canonical, effects, kept_results
+from core import canonical, effects, kept_results, wake
 from core.decisions import Decision
 from core.errors import OperatorKeyUnavailable, RunLeased, RunStateError, UpstreamRefused
 from core.gate import Gate, Verdict, VerdictOutcome
 from core.lease import is_live
-from core.proxy import answers, wake
+from core.proxy import answers, cancel
 from core.proxy.answers import Result
 from core.proxy.cancel import host_gave_up
 from core.proxy.offered import Exposed
+from core.proxy.wakeups import Wakeups
 from core.records import TERMINAL
 from core.store import Store, format_time
 from core.transitions import collect
 
-POLL_SECONDS = 0.05
 KEY_RETRY_SECONDS = 1.0  # an operator key that cannot be read is tried again this often
 
 # The proxy's next step for a run given its verdict: executed, refused, ended or held.
@@ -77,22 +78,25 @@ class Recall:
         self._hold_seconds = hold
         self._wall = wall
         self._after_verdict = after_verdict
+        self.wakeups = Wakeups()
 
     # --- the re-call paths --------------------------------------------------------------
 
     async def hold(self, exposed: Exposed, run_id: str) -> Result:
         deadline = time.monotonic() + self._hold_seconds()
-        while True:
-            row = self.waiting_approval(run_id)
-            if row is None:  # rejected meanwhile, or its grant run by another proxy
-                return await self.await_outcome(exposed, run_id, deadline)
-            approval_id, status, request_hash, kind = row
-            if status == "approved":
-                return await self.resume_waiting(exposed, run_id, hold=False)
-            if time.monotonic() >= deadline or host_gave_up():
-                return answers.pending(exposed.name, approval_id, request_hash, kind=kind,
-                                       error=_output(exposed))  # fmt: skip
-            await asyncio.sleep(POLL_SECONDS)
+        with self.wakeups.listening_while():
+            while True:
+                seen = self.wakeups.received  # before the read: no wake is missed after it
+                row = self.waiting_approval(run_id)
+                if row is None:  # rejected meanwhile, or its grant run by another proxy
+                    return await self.await_outcome(exposed, run_id, deadline)
+                approval_id, status, request_hash, kind = row
+                if status == "approved":
+                    return await self.resume_waiting(exposed, run_id, hold=False)
+                if time.monotonic() >= deadline or host_gave_up():
+                    return answers.pending(exposed.name, approval_id, request_hash, kind=kind,
+                                           error=_output(exposed))  # fmt: skip
+                await self._woken(seen, deadline)
 
     async def resume_waiting(self, exposed: Exposed, run_id: str, *, hold: bool = True) -> Result:
         row = self.waiting_approval(run_id)
@@ -166,18 +170,28 @@ class Recall:
     async def await_outcome(self, exposed: Exposed, run_id: str, deadline: float) -> Result:
         """A run of this call that another proxy is making (its grant executed there, or the
         same call made there): its outcome once it has one, held again if it waits for the
-        operator; at the deadline, that it is under way."""
-        while True:
-            with self.store.snapshot() as conn:
-                row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row[0] in TERMINAL:
-                return self.collect_answer(exposed, run_id)
-            waiting = self.waiting_approval(run_id)
-            if waiting is not None and waiting[1] == "pending":
-                return await self.hold(exposed, run_id)
-            if time.monotonic() >= deadline or host_gave_up():
-                return answers.under_way(run_id, error=exposed.declares_output_schema)
-            await asyncio.sleep(POLL_SECONDS)
+        operator; at the deadline, that it is under way. The proxy that ends it wakes this one."""
+        with self.wakeups.listening_while():
+            while True:
+                seen = self.wakeups.received
+                with self.store.snapshot() as conn:
+                    row = conn.execute("SELECT status FROM runs WHERE id = ?",
+                                       (run_id,)).fetchone()  # fmt: skip
+                if row[0] in TERMINAL:
+                    return self.collect_answer(exposed, run_id)
+                waiting = self.waiting_approval(run_id)
+                if waiting is not None and waiting[1] == "pending":
+                    return await self.hold(exposed, run_id)
+                if time.monotonic() >= deadline or host_gave_up():
+                    return answers.under_way(run_id, error=exposed.declares_output_schema)
+                await self._woken(seen, deadline)
+
+    async def _woken(self, seen: int, deadline: float) -> None:
+        """Until the proxy is woken after ``seen``, the host cancels, the backstop or the
+        deadline (core/proxy/wakeups.py rule 3)."""
+        call = cancel.HOST_CALL.get()
+        cancelled = None if call is None else call.cancelled
+        await self.wakeups.wait(seen, deadline - time.monotonic(), cancelled=cancelled)
 
     def collect_answer(self, exposed: Exposed, run_id: str) -> Result:
         with self.store.snapshot() as conn:

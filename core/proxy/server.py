@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from core import canonical, kept_results, present
+from core import canonical, kept_results, present, wake
 from core.decisions import Decision
 from core.errors import (
     SignoffError,
@@ -60,7 +60,7 @@ from core.policy import (
     PolicyRequest,
     behind_duplicate_rule,
 )
-from core.proxy import answers, config_record, host_identity, instructions, results, wake
+from core.proxy import answers, config_record, host_identity, instructions, results
 from core.proxy.answers import STATUS_TOOL, Result
 from core.proxy.cancel import HOST_CALL, HostCall, current, host_gave_up
 from core.proxy.config import Config, stamp

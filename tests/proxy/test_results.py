@@ -1,21 +1,18 @@
 """Results as the server sent them, cut to the operator's limit and recorded (core/proxy/
-results.py); the tray app woken by a datagram, or nothing when none listens."""
+results.py)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
-import socket
-from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from core import canonical
-from core.proxy import results, wake
+from core.proxy import results
 
 IMAGE = base64.b64encode(bytes(range(256)) * 64).decode()  # 16 KiB of bytes, 21.8 KB as text
 EVERY_BLOCK: dict[str, Any] = {
@@ -144,18 +141,3 @@ def test_a_cut_text_is_a_prefix_at_a_character_and_fits(text: str, limit: int) -
     kept = shaped["content"][0]["text"] if len(shaped["content"]) > 1 else ""
     assert (text * 40).startswith(kept)
     assert size_of(shaped) <= limit + 600  # the marker's own words, within its room
-
-
-@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets on this platform")
-def test_wake_reaches_a_listening_app_and_costs_nothing_without_one(
-    home: Path,
-) -> None:
-    assert wake.socket_path() == home / "run" / "wake.sock"
-    assert wake.wake("approval") is False  # no app: the send fails at once, quietly
-    path = wake.socket_path()
-    path.parent.mkdir(mode=0o700)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as app:
-        app.bind(str(path))
-        app.settimeout(5)
-        assert wake.wake("approval") is True
-        assert app.recv(64) == b"approval"
