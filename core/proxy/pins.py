@@ -43,9 +43,6 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-import mcp_types
-from pydantic import ValidationError
-
 from core.errors import ListingRefused, SchemaRefused
 from core.proxy import rawjson
 from core.proxy.config import ToolConfig
@@ -201,10 +198,9 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
         for key, hint in hints.items():
             if key.endswith("Hint") and not isinstance(hint, bool):
                 return None, (label, f"annotation {key} is {hint!r}, not true or false")
-    try:
-        mcp_types.Tool.model_validate(value)
-    except ValidationError as e:
-        return None, (label, f"not a valid MCP tool: {e.errors()[0]['msg']}")
+    refused = _sdk_refuses(value)
+    if refused:
+        return None, (label, f"not a valid MCP tool: {refused}")
     schema = value.get("inputSchema")
     description = value.get("description", "")
     if not isinstance(schema, dict) or not isinstance(description, str | None):
@@ -237,6 +233,20 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
         short_pin=hashlib.sha256(short).hexdigest(),
         sent=frozenset(k for k in ("description", *_FORWARDED) if value.get(k) is not None),
     ), ("", "")
+
+
+def _sdk_refuses(value: dict[str, Any]) -> str:
+    """Why the mcp SDK's model of a tool refuses ``value`` (what a host built on it would
+    refuse), or "". Imported here, when a listing is read: the SDK's types take a tenth of a
+    second to import, and no command but those that read a listing needs them."""
+    import mcp_types
+    from pydantic import ValidationError
+
+    try:
+        mcp_types.Tool.model_validate(value)
+    except ValidationError as e:
+        return str(e.errors()[0]["msg"])
+    return ""
 
 
 # Forwarded to the host as sent beside the name, description and input schema (rules 1 and 6).
