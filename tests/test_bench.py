@@ -18,6 +18,7 @@ from tests.conftest import ROOT
         ("history.py", ["--runs", "500"], "extra for the large record:"),
         ("proxy.py", ["--calls", "20"], "ratio proxied/direct:"),
         ("notify.py", ["--calls", "3"], "ratio notify/datagram:"),
+        ("cli.py", ["--times", "1"], "ratio command/baseline:"),
     ],
 )
 def test_each_benchmark_runs_and_prints_its_ratio(
