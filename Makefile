@@ -8,7 +8,7 @@ test:       ## set up and run every check: lint, types, all tests
 	@bash scripts/test.sh $(ARGS)
 
 bench:      ## run the benchmarks (slow: builds large databases)
-	@bash scripts/setup.sh test && .venv/bin/python bench/verify.py && .venv/bin/python bench/classify.py
+	@bash scripts/setup.sh test && .venv/bin/python bench/verify.py && .venv/bin/python bench/cli.py && .venv/bin/python bench/classify.py
 
 compatibility:  ## run the conformance suite afresh: tests/conformance/observed.json, docs/compatibility.md
 	@bash scripts/setup.sh test && bash scripts/mcp-servers.sh && PYTHONPATH=$(CURDIR) .venv/bin/python -m tests.conformance.render --observe

@@ -8,28 +8,25 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import io
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from core import operator_key, paths
+from core import paths
 from core.decisions_command import register as register_decisions_command
-from core.demo.run import register as register_demo_command
+from core.demo.command import register as register_demo_command
 from core.errors import ChainBroken, SignoffError, StateDisagrees
-from core.export import export_runs
-from core.heads import KeyringHeadStore
 from core.hosts_commands import register as register_hosts_commands
-from core.policy import PolicyDecision
-from core.proxy import config as configuration
 from core.proxy.commands import register as register_proxy_commands
-from core.recheck import recheck
-from core.replay import check_state
-from core.store import Store
-from core.verify import verify
+
+if TYPE_CHECKING:
+    from core.policy import PolicyDecision
+    from core.store import Store
+
+# Each command imports what it uses in its own function: parsing the command line loads none of
+# it, and no command loads another's (decision 0033; tests/test_commands_load.py).
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -111,6 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from core import operator_key
+    from core.heads import KeyringHeadStore
+    from core.replay import check_state
+    from core.store import Store
+    from core.verify import verify
+
     path = paths.database_path()
     try:
         with Store.open(path, create=False, readonly=True) as store:
@@ -179,6 +182,10 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _recheck(args: argparse.Namespace) -> int:
+    from core.proxy import config as configuration
+    from core.recheck import recheck
+    from core.store import Store
+
     try:
         policy = configuration.load(paths.config_path()).policy()
         with Store.open(paths.database_path(), create=False, readonly=True) as store:
@@ -223,6 +230,11 @@ def _recheck(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    import io
+
+    from core.export import export_runs
+    from core.store import Store
+
     try:
         with Store.open(paths.database_path(), create=False, readonly=True) as store:
             if args.out is None:
@@ -243,6 +255,11 @@ def _export(args: argparse.Namespace) -> int:
 
 def _export_to_file(store: Store, out: Path, runs: Sequence[str] | None) -> None:
     """Write beside ``out`` (0600) and move it into place: no partial or readable export."""
+    import os
+    import tempfile
+
+    from core.export import export_runs
+
     fd, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:

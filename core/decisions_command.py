@@ -7,8 +7,7 @@ import argparse
 import getpass
 from typing import Any
 
-from core import operator_key, paths
-from core.store import Store
+from core import paths
 
 EXIT_OK = 0
 
@@ -29,6 +28,9 @@ def register(commands: Any) -> None:
 
 
 def decisions(args: argparse.Namespace) -> int:
+    from core import operator_key  # here: parsing the command line loads no keyring code
+    from core.store import Store
+
     with Store.open(paths.database_path()) as store:
         if args.mode is not None:
             by = f"operator:{getpass.getuser()}"

@@ -42,7 +42,6 @@ from typing import Any
 
 from core.errors import ConfigError
 from core.proxy.config import ENV_NAME, SERVER_NAME, Config, ServerConfig, load
-from core.proxy.manage import add_server
 
 BACKUP_DIR = "host-backups"
 MANIFEST = "manifest.json"
@@ -451,6 +450,8 @@ def apply_import(
                 f"{config_path}: a server {item.name} was added since the plan; read it again"
             )
         todo[item.name] = item
+    from core.proxy.manage import add_server  # the configuration's editor: only for a write
+
     for name, item in todo.items():
         add_server(
             config_path,

@@ -9,7 +9,6 @@ from typing import Any
 
 from core import paths
 from core.errors import SignoffError
-from core.host_backups import backups, undo, write_wire
 from core.hosts import (
     Action,
     Host,
@@ -151,6 +150,8 @@ def hosts_wire(args: argparse.Namespace) -> int:
             print(f"{hostfile.path} has comments or trailing commas: Signoff will not write it")
         print("(dry run: nothing changed)")
         return EXIT_OK
+    from core.host_backups import write_wire  # only what writes a host's file loads it
+
     backup = write_wire(plan, config_path)
     for item in plan.imports:
         print(f"imported {item.name} into {config_path}")
@@ -160,6 +161,8 @@ def hosts_wire(args: argparse.Namespace) -> int:
 
 
 def hosts_undo(args: argparse.Namespace) -> int:
+    from core.host_backups import backups, undo
+
     config_path = paths.config_path()
     host = Host(args.host)
     path = args.file

@@ -25,7 +25,6 @@ Rules:
 from __future__ import annotations
 
 import enum
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,6 +239,8 @@ class DefaultPolicy(ConfigPolicy):
 
 def load_policy(path: Path) -> ConfigPolicy:
     """The policy of the TOML configuration at ``path``; the default when there is none."""
+    import tomllib  # here: the policy is imported by every command, the file read by few
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from core import canonical
 from core.errors import JSONRefused, NotRecheckable, UnknownRun
-from core.own_files import behind_own_files_rule
 from core.policy import (
     DUPLICATE_KIND,
     OWN_FILES_KIND,
@@ -62,6 +61,9 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
             " ORDER BY seq",
             (run_id,),
         ).fetchall()
+    # Here, not at the top: core imports this module with the package (core/__init__.py).
+    from core.own_files import behind_own_files_rule
+
     now_policy = identity_of(policy)
     wrapped = {behind_own_files_rule(now_policy)}
     if now_policy is not None:

@@ -34,12 +34,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import referencing.jsonschema
-from jsonschema import validators
-from jsonschema.exceptions import SchemaError
-from referencing import Registry
-from referencing.exceptions import Unresolvable
-
 from core import canonical
 from core.canonical import JSONValue
 from core.errors import SchemaRefused
@@ -136,6 +130,11 @@ class CompiledTool:
 
 
 def compile_schema(name: str, schema: Any) -> Any:
+    # jsonschema here, not at the top: a command that compiles no schema does not load it.
+    from jsonschema import validators
+    from jsonschema.exceptions import SchemaError
+    from referencing import Registry
+
     if not isinstance(schema, dict):
         raise SchemaRefused(f"the input schema of {name} is not a JSON object")
     try:
@@ -185,6 +184,10 @@ def _refuse_outside_references(name: str, schema: dict[str, Any]) -> None:
 def _refuse_unresolvable_references(name: str, schema: dict[str, Any], cls: Any) -> None:
     """Every reference must lead somewhere inside the schema, resolved as the validator will
     (each ``$id`` on the way changes the base), so that none fails at the first call."""
+    import referencing.jsonschema
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+
     specification = referencing.jsonschema.specification_with(
         cls.ID_OF(cls.META_SCHEMA) or "", default=referencing.jsonschema.DRAFT202012
     )

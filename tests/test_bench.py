@@ -19,6 +19,7 @@ from tests.conftest import ROOT
         ("proxy.py", ["--calls", "20"], "ratio proxied/direct:"),
         ("notify.py", ["--calls", "3"], "ratio notify/datagram:"),
         ("classify.py", ["--tools", "5", "--repeat", "1"], "ratio batch/single:"),
+        ("cli.py", ["--times", "1"], "ratio command/baseline:"),
     ],
 )
 def test_each_benchmark_runs_and_prints_its_ratio(

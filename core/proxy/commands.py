@@ -3,30 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import json
-import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core import paths, present, private_files
-from core.approvals import approve, reject
+from core import paths, present
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError, UnknownApproval
-from core.policy import Rule
-from core.proxy import classifying, config_commands, config_record, instructions, manage, status
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
-from core.proxy.hostsession import serve
-from core.proxy.pin_command import pin
-from core.proxy.pins import read_listing
-from core.proxy.servers import START_TIMEOUT
 from core.records import pending_requests, read_approval
 from core.store import Store
 from core.tools import SideEffect
+
+# What only some commands use (the proxy's serving, a server's listing, the keyring's operator
+# key, the asyncio loop) is imported in the function that uses it: ``signoff pending`` and
+# ``signoff --help`` load none of it (decision 0033; tests/test_commands_load.py).
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -77,7 +72,7 @@ def register(commands: Any) -> None:
         action="store_true",
         help="with --raw: print the server's initialize result first, on a line of its own",
     )
-    p.add_argument("--timeout", type=float, default=START_TIMEOUT, metavar="SECONDS")
+    p.add_argument("--timeout", type=float, metavar="SECONDS")  # None: servers.START_TIMEOUT
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
     p.set_defaults(func=servers_test)
 
@@ -86,7 +81,7 @@ def register(commands: Any) -> None:
     p.add_argument("--accept", action="store_true", help="pin the tools as listed now")
     p.add_argument("--tool", metavar="T", help="only this tool")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=pin)
+    p.set_defaults(func=_pin)
 
     classes = ", ".join(s.value for s in SideEffect)
     p = commands.add_parser(
@@ -213,6 +208,8 @@ def _command_line(args: argparse.Namespace) -> tuple[list[str], list[str], bool]
 
 
 def servers_add(args: argparse.Namespace) -> int:
+    from core.proxy import manage
+
     try:
         argv, env, replace = _command_line(args)
         if not argv:
@@ -227,6 +224,8 @@ def servers_add(args: argparse.Namespace) -> int:
 
 
 def servers_list(args: argparse.Namespace) -> int:
+    from core.proxy import status
+
     config = configuration.load(paths.config_path())
     rows: list[dict[str, Any]] = []
     for s in config.servers.values():
@@ -252,11 +251,15 @@ def servers_list(args: argparse.Namespace) -> int:
 
 
 def servers_remove(args: argparse.Namespace) -> int:
+    from core.proxy import manage
+
     name = args.name
     return _apply(lambda p: manage.remove_server(p, name), f"removed server {name}")
 
 
 def servers_rename(args: argparse.Namespace) -> int:
+    from core.proxy import manage
+
     name, new_name = args.name, args.new_name
 
     def rename(path: Path) -> configuration.Config:
@@ -271,6 +274,12 @@ def servers_rename(args: argparse.Namespace) -> int:
 
 def servers_test(args: argparse.Namespace) -> int:
     """Start a server, list its tools, stop it; the configuration is not touched."""
+    import asyncio
+
+    from core.proxy import instructions, status
+    from core.proxy.pins import read_listing
+    from core.proxy.servers import START_TIMEOUT
+
     noted = False
     try:
         argv, env, _ = _command_line(args)
@@ -285,7 +294,8 @@ def servers_test(args: argparse.Namespace) -> int:
             server = configured
         # Only a configured server's own command leaves a status for the settings dialog.
         noted = argv == [] and configured is not None
-        handshake, pages = asyncio.run(_pages(server, args.timeout))
+        timeout = START_TIMEOUT if args.timeout is None else args.timeout
+        handshake, pages = asyncio.run(_pages(server, timeout))
         listing = read_listing(pages)
     except SignoffError as e:
         if noted:
@@ -315,6 +325,7 @@ def servers_test(args: argparse.Namespace) -> int:
 
 async def _pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], list[bytes]]:
     """The server's ``initialize`` result and its raw ``tools/list`` answers."""
+    from core import private_files
     from core.proxy.upstream import LISTING, Upstream, no_roots
 
     log_dir = paths.data_dir() / "logs"
@@ -330,6 +341,8 @@ async def _pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], 
 def classify(args: argparse.Namespace) -> int:
     """One tool, or many in one change (core/proxy/classifying.py); the notes after say which
     of them are not offered yet, and why."""
+    from core.proxy import classifying, manage, status
+
     name, path = args.name, paths.config_path()
     if {"-h", "--help"} & set(args.entries):  # after NAME, REMAINDER takes it
         args.parser.print_help()
@@ -386,6 +399,8 @@ def tool_settings(args: argparse.Namespace) -> int:
 
 
 def _set_tool(server: str, tool: str, done: str, **settings: Any) -> int:
+    from core.proxy import manage
+
     return _apply(lambda p: manage.set_tool(p, server, tool, **settings), done)
 
 
@@ -402,6 +417,9 @@ def _apply(change: Callable[[Path], configuration.Config], done: str) -> int:
 
 
 def policy(args: argparse.Namespace) -> int:
+    from core.policy import Rule
+    from core.proxy import manage
+
     rules = ("allow", "approve", "deny", "default")
     target = args.target
     if len(target) not in (2, 3) or target[-1] not in rules:
@@ -428,6 +446,8 @@ def policy(args: argparse.Namespace) -> int:
 def _own_setting(server: str | None, tool: str | None, name: str, text: str) -> int:
     """``settings call_timeout_seconds VALUE --server S [--tool T]``, or
     ``settings result_limit_bytes VALUE --server S``."""
+    from core.proxy import manage
+
     if name not in manage.OWN_SETTINGS or not server or (tool and name != "call_timeout_seconds"):
         return _error("--server sets call_timeout_seconds or result_limit_bytes, --tool (with"
                       " --server) call_timeout_seconds only")  # fmt: skip
@@ -450,6 +470,8 @@ def _number(name: str, text: str) -> int | float:
 
 
 def settings(args: argparse.Namespace) -> int:
+    from core.proxy import config_commands, config_record, manage
+
     path = paths.config_path()
     names = (*manage.TIMINGS, "notifications", "result_limit_bytes")
     if args.setting and args.setting[0] in config_commands.WORDS:
@@ -492,6 +514,8 @@ def settings(args: argparse.Namespace) -> int:
 
 def _record_policy(before: configuration.Config, after: configuration.Config) -> bool:
     """Record a change of the rules in the chain, so the history shows when they changed."""
+    from core.proxy import manage
+
     if before.policy().identity() == after.policy().identity():
         return False
     with Store.open(paths.database_path()) as store:
@@ -502,6 +526,13 @@ def _record_policy(before: configuration.Config, after: configuration.Config) ->
 
 
 def proxy(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    from core import private_files
+    from core.proxy import config_record
+    from core.proxy.hostsession import serve
+
     log_dir = paths.data_dir() / "logs"
     logging.basicConfig(
         stream=private_files.open_log(log_dir / "proxy.log"), level=logging.INFO,
@@ -545,6 +576,8 @@ def pending(args: argparse.Namespace) -> int:
 
 
 def decide(args: argparse.Namespace) -> int:
+    from core.approvals import approve, reject
+
     by = f"operator:{getpass.getuser()}"
     with Store.open(paths.database_path()) as store:
         with store.snapshot() as conn:
@@ -577,6 +610,12 @@ def runs(args: argparse.Namespace) -> int:
             what = f"{row[2]}/{row[3]}" if row[2] else row[0]
             print(f"{row[1]}  {what:40}  {row[4]}{f' ({row[5]})' if row[5] else ''}")
     return EXIT_OK
+
+
+def _pin(args: argparse.Namespace) -> int:
+    from core.proxy.pin_command import pin
+
+    return pin(args)
 
 
 def _error(message: str, name: str = "UsageError") -> int:

@@ -49,17 +49,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import tomlkit
-import tomlkit.exceptions
-import tomlkit.items
+from typing import TYPE_CHECKING, Any
 
 from core import canonical, private_files
 from core.canonical import JSONValue
 from core.errors import ConfigError, JSONRefused, TTLRefused
 from core.policy import ConfigPolicy, Rule
 from core.tools import SideEffect
+
+if TYPE_CHECKING:  # imported where the file is parsed or edited: a command that reads no
+    import tomlkit  # configuration does not load it (decision 0033)
 
 SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -237,6 +236,8 @@ def decode(path: Path, data: bytes) -> str:
 
 
 def _parse_toml(path: Path, text: str) -> tomlkit.TOMLDocument:
+    import tomlkit
+
     try:
         return tomlkit.parse(text)
     except tomlkit.exceptions.ParseError as e:
@@ -432,6 +433,8 @@ class Editor:
     """Load, change and save the file with tomlkit; the result is validated before saving."""
 
     def __init__(self, path: Path) -> None:
+        import tomlkit
+
         self.path = path
         try:
             self.read: bytes | None = read_bytes(path)
@@ -443,6 +446,8 @@ class Editor:
             self.document = _parse_toml(path, decode(path, self.read))
 
     def table(self, *keys: str) -> Any:
+        import tomlkit
+
         node: Any = self.document
         for key in keys:
             if not isinstance(node, dict):  # a value where a table belongs: load refuses it too
@@ -464,6 +469,8 @@ class Editor:
     def save(self) -> Config:
         """Validate the changed document and write it; ``ConfigError`` leaves the file as it was
         (the message names no line: the changed text was never written)."""
+        import tomlkit
+
         text = tomlkit.dumps(self.document)
         try:
             document = tomlkit.parse(text).unwrap()

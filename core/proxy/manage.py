@@ -18,8 +18,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from core.canonical import JSONValue
 from core.errors import ConfigError
 from core.policy import Rule
@@ -257,6 +255,8 @@ def _value(value: Any, kind: Any) -> str | None:
 
 
 def _inline(values: Mapping[str, JSONValue]) -> Any:
+    import tomlkit  # loaded by the Editor already: a command that edits nothing loads neither
+
     table = tomlkit.inline_table()
     for key, value in values.items():
         table[key] = value

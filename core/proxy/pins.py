@@ -198,13 +198,9 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
         for key, hint in hints.items():
             if key.endswith("Hint") and not isinstance(hint, bool):
                 return None, (label, f"annotation {key} is {hint!r}, not true or false")
-    import mcp_types  # here: ~0.2 s of pydantic models that only a listing needs
-    from pydantic import ValidationError
-
-    try:
-        mcp_types.Tool.model_validate(value)
-    except ValidationError as e:
-        return None, (label, f"not a valid MCP tool: {e.errors()[0]['msg']}")
+    refused = _sdk_refuses(value)
+    if refused:
+        return None, (label, f"not a valid MCP tool: {refused}")
     schema = value.get("inputSchema")
     description = value.get("description", "")
     if not isinstance(schema, dict) or not isinstance(description, str | None):
@@ -237,6 +233,70 @@ def _tool(page: bytes, node: rawjson.Node) -> tuple[ListedTool | None, tuple[str
         short_pin=hashlib.sha256(short).hexdigest(),
         sent=frozenset(k for k in ("description", *_FORWARDED) if value.get(k) is not None),
     ), ("", "")
+
+
+def _sdk_refuses(value: dict[str, Any]) -> str:
+    """Why the mcp SDK's model of a tool refuses ``value`` (what a host built on it would
+    refuse), or "". A tool of the plain shape every server sends (``_plainly_valid``) is one
+    the model takes; any other is handed to the model itself, imported then: the SDK's types
+    take a quarter of a second of CPU to import, which a proxy's start-up would pay before its
+    first listing (decision 0033)."""
+    if _plainly_valid(value):
+        return ""
+    import mcp_types
+    from pydantic import ValidationError
+
+    try:
+        mcp_types.Tool.model_validate(value)
+    except ValidationError as e:
+        return str(e.errors()[0]["msg"])
+    return ""
+
+
+# The members of a tool, and of its annotations and execution, by their wire names. A key not
+# here (an unknown member, or a field's Python name, which the model also reads) is left to the
+# model; so is ``icons``.
+_PLAIN_MEMBERS = frozenset(
+    {"name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution",
+     "_meta"}
+)  # fmt: skip
+_HINTS = frozenset({"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
+_TASK_SUPPORT = (None, "forbidden", "optional", "required")
+
+
+def _plainly_valid(value: dict[str, Any]) -> bool:
+    """Whether ``value`` has the plain shape that the SDK's ``Tool`` model takes, checked
+    strictly (true or false where the model would also read "true" or 1): a ``True`` here is
+    a tool the model accepts; a ``False`` says nothing, and the model decides. A test holds the
+    two together (tests/proxy/test_pins.py)."""
+    if not value.keys() <= _PLAIN_MEMBERS or not isinstance(value.get("name"), str):
+        return False
+    if not isinstance(value.get("inputSchema"), dict):
+        return False
+    if not all(_is(value.get(k), str) for k in ("title", "description")):
+        return False
+    if not all(_is(value.get(k), dict) for k in ("outputSchema", "_meta")):
+        return False
+    annotations = value.get("annotations")
+    if annotations is not None:
+        if not isinstance(annotations, dict) or not annotations.keys() <= _HINTS | {"title"}:
+            return False
+        if not _is(annotations.get("title"), str):
+            return False
+        if not all(type(annotations.get(h)) in (bool, type(None)) for h in _HINTS):
+            return False
+    execution = value.get("execution")
+    if execution is not None:
+        if not isinstance(execution, dict) or not execution.keys() <= {"taskSupport"}:
+            return False
+        if execution.get("taskSupport") not in _TASK_SUPPORT:
+            return False
+    return True
+
+
+def _is(member: Any, kind: type) -> bool:
+    """An optional member: absent or null, or of ``kind``."""
+    return member is None or isinstance(member, kind)
 
 
 # Forwarded to the host as sent beside the name, description and input schema (rules 1 and 6).

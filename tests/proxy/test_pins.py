@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import mcp_types
 import pytest
+from pydantic import ValidationError
 
 from core.errors import ListingRefused, SchemaRefused
 from core.proxy import rawjson
@@ -15,6 +17,7 @@ from core.proxy.pins import (
     MAX_LISTING_BYTES,
     MAX_TOOLS,
     ListedTool,
+    _plainly_valid,
     conflict,
     evaluate,
     read_listing,
@@ -463,3 +466,66 @@ def test_the_name_as_a_plain_value_elsewhere_is_not_a_mention() -> None:
     schema = {**WRITE_SCHEMA, "properties": {**WRITE_SCHEMA["properties"],
                                              "text": {"enum": ["mode"]}}}  # fmt: skip
     assert "mode" not in rewrite_schema(schema, ["mode"])["properties"]
+
+
+# A member's value: the kinds a tool's members hold, and the near misses the SDK reads too.
+_VALUES = [None, True, False, 0, 1, 1.5, "", "t", "true", "yes", "forbidden", "optional", [],
+           ["x"], [1], [{"src": "x"}], {}, {"type": "object"}, {"src": "x"}, {"title": 1},
+           {"readOnlyHint": "true"}, {"read_only_hint": 1}, {"taskSupport": "x"}]  # fmt: skip
+_FULL = {"name": "t", "title": "T", "description": "d", "inputSchema": {"type": "object"},
+         "outputSchema": {"type": "object"}, "_meta": {"k": 1},
+         "annotations": {"title": "a", "readOnlyHint": True, "destructiveHint": None,
+                         "idempotentHint": False, "openWorldHint": True},
+         "execution": {"taskSupport": "optional"}}  # fmt: skip
+_PLACES = (
+    [(m, None) for m in [*_FULL, "icons", "input_schema", "meta", "other"]]
+    + [("annotations", k) for k in [*_FULL["annotations"], "read_only_hint", "other"]]
+    + [("execution", k) for k in ("taskSupport", "task_support", "other")]
+)
+
+
+def _changed(base: dict[str, Any], member: str, inner: str | None, value: Any) -> dict[str, Any]:
+    if inner is None:
+        return {**base, member: value}
+    return {**base, member: {**base.get(member, {}), inner: value}}
+
+
+def test_a_tool_taken_without_the_sdk_is_one_the_sdk_takes() -> None:
+    """The shortcut that spares a proxy importing the SDK's types (decision 0033) never keeps
+    a tool the SDK's model refuses: each member of a full tool, and of a bare one, and each
+    annotation and the task support, set to each of many values, or removed."""
+    wrong = []
+    for base in (_FULL, {"name": "t", "inputSchema": {}}):
+        for member, inner in _PLACES:
+            for value in _VALUES:
+                tool = _changed(base, member, inner, value)
+                try:
+                    if _plainly_valid(tool):
+                        mcp_types.Tool.model_validate(tool)
+                except ValidationError:
+                    wrong.append(tool)
+            if inner is None:
+                removed = {k: v for k, v in base.items() if k != member}
+                if _plainly_valid(removed) and not _sdk_takes(removed):
+                    wrong.append(removed)
+    assert not wrong, wrong[:3]
+
+
+def _sdk_takes(tool: dict[str, Any]) -> bool:
+    try:
+        mcp_types.Tool.model_validate(tool)
+    except ValidationError:
+        return False
+    return True
+
+
+def test_the_shortcut_takes_the_tools_servers_send() -> None:
+    full = json.loads(tool_text()[:-1] + ',"title":"T","outputSchema":{"type":"object"},'
+                      '"annotations":{"title":"a","readOnlyHint":true,"openWorldHint":null},'
+                      '"execution":{"taskSupport":"optional"},"_meta":{"k":1}}')  # fmt: skip
+    assert _plainly_valid(json.loads(tool_text())) and _plainly_valid(full)
+    # What the SDK also reads, or refuses, is left to it.
+    for other in ({"readOnlyHint": "true"}, {"read_only_hint": True}):
+        assert not _plainly_valid({**full, "annotations": other})
+    with pytest.raises(ValidationError):
+        mcp_types.Tool.model_validate({**full, "annotations": {"readOnlyHint": []}})
