@@ -401,8 +401,14 @@ class Proxy:
         elif since is not None:
             duplicate_of = f"{since} (another host's identical call, not ended yet)"
         run_id = f"call-{secrets.token_hex(8)}"
+        decision = Decision(
+            kind="tool_call", tool=exposed.gate_name, arguments=arguments, origin="model"
+        )
+        # The run, its step, the decision and its verdict and, when allowed, the tool's start:
+        # one synced commit; the outcome is the second (core/first_step.py).
+        self.policy.duplicate_of = duplicate_of
         try:
-            session = gate.begin(
+            session, verdict = gate.begin_with(
                 run_id,
                 f"{exposed.gate_name} for the host",
                 # The call (a terminal tool), then, if it failed, the proxy's closing decision.
@@ -412,6 +418,7 @@ class Proxy:
                     max_consecutive_failures=None,
                     grant_ttl_seconds=self.config.grant_ttl_seconds or None,
                 ),
+                decision,
                 call=CallLabel(
                     exposed.server,
                     exposed.state.tool.name,
@@ -424,17 +431,6 @@ class Proxy:
             )
         except Raced:  # another proxy began a run for this call since: look again
             return await self._call(exposed, arguments, key, host)
-        step = session.step()
-        if step is None:
-            session.close()
-            return answers.text("Signoff: the call could not start", error=True)
-        self.policy.duplicate_of = duplicate_of
-        try:
-            verdict = step.propose(
-                Decision(
-                    kind="tool_call", tool=exposed.gate_name, arguments=arguments, origin="model"
-                )
-            )
         finally:
             self.policy.duplicate_of = None
         return await self._after_verdict(exposed, session, verdict)
