@@ -140,7 +140,7 @@ def request_record(request: Request) -> dict[str, JSONValue]:
     return {
         "tool": request.tool,
         "spec_hash": request.spec_hash,
-        "arguments": canonical.loads(request.arguments),
+        "arguments": request.value(),  # as parsed when the decision was checked
     }
 
 

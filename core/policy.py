@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -72,6 +72,9 @@ class PolicyRequest:
     """What a policy is handed: the request and a view of the run, in one canonical form."""
 
     text: str  # the canonical JSON this request is, and is recorded as
+    # The value ``text`` was written from, kept for the record (``recorded``); a policy is only
+    # ever handed a fresh parse (``value``), so nothing it does reaches this one.
+    built: dict[str, JSONValue] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -87,23 +90,25 @@ class PolicyRequest:
         step: int,
         consecutive_failures: int,
     ) -> PolicyRequest:
-        return cls(
-            canonical.dumps_text(
-                {
-                    "tool": tool,
-                    "spec_hash": spec_hash,
-                    "side_effect": side_effect.value,
-                    "idempotent": idempotent,
-                    "arguments": arguments,
-                    "run": {
-                        "id": run_id,
-                        "goal": goal,
-                        "step": step,
-                        "consecutive_failures": consecutive_failures,
-                    },
-                }
-            )
-        )
+        built: dict[str, JSONValue] = {
+            "tool": tool,
+            "spec_hash": spec_hash,
+            "side_effect": side_effect.value,
+            "idempotent": idempotent,
+            "arguments": arguments,
+            "run": {
+                "id": run_id,
+                "goal": goal,
+                "step": step,
+                "consecutive_failures": consecutive_failures,
+            },
+        }
+        return cls(canonical.dumps_text(built), built)
+
+    def recorded(self) -> JSONValue:
+        """The request as its ``step.policy`` event records it (not parsed again when built
+        here)."""
+        return canonical.loads(self.text) if self.built is None else self.built
 
     def value(self) -> dict[str, Any]:
         """A fresh parsed copy: the policy may read or write it; nothing else sees it."""

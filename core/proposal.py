@@ -86,19 +86,19 @@ def plan(gate: GateParts, decision: Decision, run: RunView | RunFacts, index: in
     if tool.tool.side_effect is None:
         return Plan(invalid=f"tool {tool.name} is unavailable: it has no side-effect class")
     try:
-        arguments = decision.parsed_arguments()
+        parsed = decision.canonical_arguments()  # parsed once, here or by the caller
     except JSONRefused as e:
         return Plan(invalid=f"the arguments are not exact JSON: {e} [{type(e).__name__}]")
+    arguments = parsed.value
     errors = tool.schema_errors(arguments)
     if errors:
         return Plan(invalid="the arguments do not match the schema: " + "; ".join(errors))
-    arguments_text = canonical.dumps_text(arguments)
     request_hash = approvals.call_hash(
         spec_hash=tool.spec_hash, tool=tool.name, arguments=arguments
     )
     request = Request(
         run.id, index, tool.name, tool.spec_hash, tool.tool.side_effect,
-        arguments_text, request_hash,
+        parsed.text, request_hash, parsed,
     )  # fmt: skip
     policy_request = gate._policy_request(tool, arguments, run, index)
     try:
@@ -175,7 +175,7 @@ def _apply(
     if decision is None:
         raise RunStateError("incomplete plan")
     transitions.record_policy(
-        tx, s.run_id, index, request=plan.policy_request.text,
+        tx, s.run_id, index, request=plan.policy_request.recorded(),
         decision=decision.as_json(), policy=plan.identity, at=at,
     )  # fmt: skip
     if decision.outcome is Outcome.ALLOW:
