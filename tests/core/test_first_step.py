@@ -148,6 +148,7 @@ def test_a_begin_refused_by_its_check_writes_nothing(gate_store: Store) -> None:
     assert g.leases.holds("r") is False
 
 
+@pytest.mark.guarantee("G-CRASH-1")
 def test_a_process_that_dies_after_the_first_commit_leaves_a_started_step_the_takeover_holds(
     gate_store: Store,
 ) -> None:
