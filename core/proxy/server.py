@@ -441,9 +441,14 @@ class Proxy:
                 check=still_latest(key, latest),
             )
         except Raced:  # another proxy began a run for this call since: look again
-            return await self._call(exposed, arguments, key, host)
+            raced = True
+        else:
+            raced = False
         finally:
+            # Before anything awaits: no other call's proposal may see this call's flag.
             self.policy.duplicate_of = None
+        if raced:
+            return await self._call(exposed, arguments, key, host)
         return await self._after_verdict(exposed, session, verdict)
 
     async def _after_verdict(self, exposed: Exposed, session: Any, verdict: Verdict) -> Result:
