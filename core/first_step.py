@@ -76,13 +76,13 @@ def begin_with(
             if run is None:
                 raise RunStateError(f"run {run_id} was not written")
             session = Session(gate, run_id, held, run)
+            session._active_since = now
             reason = exceeded(
                 limits, step_count=0, consecutive_failures=0, recent=[],
                 active_seconds=0.0, elapsed_seconds=0.0,
             )  # fmt: skip
             if reason is not None:
                 transitions.end_run(tx, run_id, status="FAILED", reason=reason, at=at)
-                verdict = Verdict(VerdictOutcome.ENDED, run, reason=reason)
             else:
                 transitions.start_step(tx, run_id, 0, at=at)
                 verdict = proposal.decide(session, state, tx, decision, planned, run, now, at)
@@ -103,7 +103,6 @@ def begin_with(
     if reason is not None:
         session._finish("ended")
         return session, Verdict(VerdictOutcome.ENDED, session._run, reason=reason)
-    session._active_since = now
     session._open = state
     state.proposed = True
     state.started = state.allowed

@@ -171,3 +171,16 @@ def test_a_process_that_dies_after_the_first_commit_leaves_a_started_step_the_ta
     assert calls.made == []
     assert verify(gate_store).head.seq == gate_store.head().seq
     s2.close()
+
+
+def test_a_limit_the_new_run_already_exceeds_ends_it_and_starts_no_step(gate_store: Store) -> None:
+    calls = Calls()
+    g = make_gate(gate_store, [counter_tool("read", SideEffect.READ_ONLY, calls, terminal=True)])
+    assert gate_store.trace is not None
+    s, verdict = g.begin_with(
+        "r", "read", Limits(max_steps=0), Decision.tool_call("read", {"n": 1})
+    )
+    assert verdict.outcome == VerdictOutcome.ENDED
+    assert s.done() and s.run().status == "FAILED"
+    assert [k for _, k in gate_store.trace] == [("run.started", "run.ended")]
+    assert calls.made == []
