@@ -20,6 +20,9 @@ Rules:
    rule 2 refuses on reading; such a number is refused by both (``IntegerOutOfRange``).
 4. Hence ``loads(dumps(v)) == v`` for every value ``dumps`` accepts, and ``dumps(loads(t))``
    names the same value ``t`` names.
+5. A value parsed once is carried as a ``Canonical``: the value and its RFC 8785 text, made
+   together, so no layer that receives it parses or writes it again. Its value is shared:
+   whoever holds one reads it and never changes it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import hashlib
 import json
 import math
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypeAlias
 
@@ -113,6 +117,23 @@ def _plain(value: Any) -> bool:
         else:
             return False  # floats, tuples, subclasses, anything else: the reference encoder
     return True
+
+
+@dataclass(frozen=True)
+class Canonical:
+    """One exact JSON value and its RFC 8785 text, made together (rule 5)."""
+
+    value: JSONValue
+    text: str
+
+    @classmethod
+    def parse(cls, data: bytes | str) -> Canonical:
+        """``loads`` then ``dumps``, once: the exact value or a named ``JSONRefused``."""
+        value = loads(data)
+        return cls(value, dumps_text(value))
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
 def dumps_text(value: Any) -> str:

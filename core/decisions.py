@@ -8,14 +8,16 @@ Rules:
    behaviour, is never part of an approval's hash, and is not stored when empty (a decision
    without one is recorded exactly as before). Any other value makes the decision invalid.
 3. A tool call's arguments are JSON text, parsed losslessly (core/canonical.py); text that
-   cannot be parsed exactly makes the decision invalid.
+   cannot be parsed exactly makes the decision invalid. A caller that parsed them already (the
+   proxy, for its call key) hands the parsed value along with the text, and it is not parsed
+   again.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core import canonical
@@ -40,6 +42,8 @@ class Decision:
     result: str = ""  # JSON text, with complete
     error: str = ""  # with fail
     origin: str = ""
+    # ``arguments`` parsed, when the caller already did (rule 3); never recorded or compared.
+    parsed: canonical.Canonical | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def tool_call(
@@ -83,7 +87,13 @@ class Decision:
 
     def parsed_arguments(self) -> JSONValue:
         """The arguments as an exact JSON value; raises ``JSONRefused``."""
-        return canonical.loads(self.arguments or "{}")
+        return self.canonical_arguments().value
+
+    def canonical_arguments(self) -> canonical.Canonical:
+        """The arguments' exact value and canonical text; raises ``JSONRefused``."""
+        if self.parsed is not None:
+            return self.parsed
+        return canonical.Canonical.parse(self.arguments or "{}")
 
     def parsed_result(self) -> JSONValue:
         return canonical.loads(self.result or "null")

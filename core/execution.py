@@ -61,66 +61,87 @@ async def execute(
         s._check_open(state)
         if not state.allowed or state.request is None or state.tool is None:
             raise RunStateError(f"step {state.index} has no allowed verdict to execute")
-        gate = s._gate
         request, tool, grant = state.request, state.tool, state.grant
-        now = gate.config.clock()
-        at = format_time(now)
-        if grant is not None:
-            _check_grant_ttl(s, state.index, grant, now, at)
-        request_json = {
-            "tool": request.tool,
-            "spec_hash": request.spec_hash,
-            "arguments": canonical.loads(request.arguments),
-        }
-        if grant is None:
-            with s._write(starts_side_effect=True) as tx:
-                start(s, state, tx, request, request_json, None, at)
-        else:
-            # The keyring is called off the event loop: other calls go on meanwhile.
-            anchor = await asyncio.to_thread(_anchor_for, s._gate.config.anchor, s._store.path,
-                                             unauthenticated_mode_of(s))  # fmt: skip
-            if anchor is not None:
-                kept = await asyncio.to_thread(anchor.kept, s._store.path)
-                if kept is not None:  # a database restored from before the anchor: refused
-                    holds(s._store, kept)
-            with s._store.transaction() as tx:
-                waiting.check_waiting(s, tx, grant)
-                waiting.authenticated(s, grant, tx.conn)
-                start(s, state, tx, request, request_json, grant.id, at)
-            s._read_run()
-            s._hold_lease()
-            if anchor is not None:
-                state.allowed = False
-                await _anchor_started(s, state.index, anchor)
+        if not state.started:  # else written with the run (core/first_step.py)
+            await _start(s, state, request, grant)
         state.allowed = False
+        return await _run(s, state, request, tool, also)
 
-        try:
-            observation = await _call_tool(tool, request.args())
-        except OutcomeUnknown as e:
-            if not effects.repeatable(tool.tool.spec()):  # the spec recorded for this step
-                return _outcome_unknown(s, state.index, str(e))
-            observation = Observation(False, None, f"outcome unknown: {e}", f"error: {e}")
 
-        end = gate.config.clock()
-        end_at = format_time(end)
-        with s._write() as tx:
-            transitions.finish_step(
-                tx, s.run_id, state.index,
-                status="done" if observation.ok else "failed",
-                observation=_observation_json(observation),
-                active_seconds=s._active(end), at=end_at,
-            )  # fmt: skip
-            if observation.ok and tool.tool.terminal:
-                transitions.end_run(
-                    tx, s.run_id, status="COMPLETED", reason="completed", at=end_at,
-                    result=observation.result,
-                )  # fmt: skip
-            if also is not None:
-                also(tx, observation)
-        s._open = None
+async def _start(s: Hold, state: StepState, request: Request, grant: ApprovalView | None) -> None:
+    """Write the tool's start (rules 2 to 4)."""
+    now = s._gate.config.clock()
+    at = format_time(now)
+    if grant is not None:
+        _check_grant_ttl(s, state.index, grant, now, at)
+    request_json = request_record(request)
+    if grant is None:
+        with s._write(starts_side_effect=True) as tx:
+            start(s, state, tx, request, request_json, None, at)
+    else:
+        # The keyring is called off the event loop: other calls go on meanwhile.
+        anchor = await asyncio.to_thread(_anchor_for, s._gate.config.anchor, s._store.path,
+                                         unauthenticated_mode_of(s))  # fmt: skip
+        if anchor is not None:
+            kept = await asyncio.to_thread(anchor.kept, s._store.path)
+            if kept is not None:  # a database restored from before the anchor: refused
+                holds(s._store, kept)
+        with s._store.transaction() as tx:
+            waiting.check_waiting(s, tx, grant)
+            waiting.authenticated(s, grant, tx.conn)
+            start(s, state, tx, request, request_json, grant.id, at)
+        s._read_run()
+        s._hold_lease()
+        if anchor is not None:
+            state.allowed = False
+            await _anchor_started(s, state.index, anchor)
+
+
+async def _run(
+    s: Hold,
+    state: StepState,
+    request: Request,
+    tool: CompiledTool,
+    also: Callable[[Transaction, Observation], None] | None,
+) -> Observation:
+    """Call the started tool and write its outcome (rules 5 to 7)."""
+    gate = s._gate
+    try:
+        observation = await _call_tool(tool, request.args())
+    except OutcomeUnknown as e:
+        if not effects.repeatable(tool.tool.spec()):  # the spec recorded for this step
+            return _outcome_unknown(s, state.index, str(e))
+        observation = Observation(False, None, f"outcome unknown: {e}", f"error: {e}")
+
+    end = gate.config.clock()
+    end_at = format_time(end)
+    with s._write() as tx:
+        transitions.finish_step(
+            tx, s.run_id, state.index,
+            status="done" if observation.ok else "failed",
+            observation=_observation_json(observation),
+            active_seconds=s._active(end), at=end_at,
+        )  # fmt: skip
         if observation.ok and tool.tool.terminal:
-            s._finish("ended")
-        return observation
+            transitions.end_run(
+                tx, s.run_id, status="COMPLETED", reason="completed", at=end_at,
+                result=observation.result,
+            )  # fmt: skip
+        if also is not None:
+            also(tx, observation)
+    s._open = None
+    if observation.ok and tool.tool.terminal:
+        s._finish("ended")
+    return observation
+
+
+def request_record(request: Request) -> dict[str, JSONValue]:
+    """The request as the tool's start records it."""
+    return {
+        "tool": request.tool,
+        "spec_hash": request.spec_hash,
+        "arguments": request.value(),  # as parsed when the decision was checked
+    }
 
 
 def start(

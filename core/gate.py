@@ -23,6 +23,9 @@ The sequence, one implementation for every caller (the reference Driver runs on 
    Attaching a grant claims it (the run's lease, the run still waiting) until it executes, so
    a second session attaching the same grant meanwhile is refused and writes nothing.
 
+``Gate.begin_with`` does steps 1 to 3's writes up to the tool's start for a new run's first
+step in one transaction (``core.first_step``), for the proxy's one run per call.
+
 Misuse (a second open step, execute without an allowed verdict, any call on a session that is
 over) raises ``RunStateError`` and changes nothing. A session whose lease is gone refuses every
 call with ``LeaseLost``; after ``close()`` or a failed call, with ``SessionClosed``.
@@ -41,7 +44,8 @@ import sqlite3
 import weakref
 from collections.abc import Callable
 
-from core import takeover, transitions, waiting
+from core import first_step, takeover, transitions, waiting
+from core.decisions import Decision
 from core.errors import RunExists, RunStateError, UnknownRun
 from core.gate_parts import GateParts
 from core.hold import Hold
@@ -114,6 +118,24 @@ class Gate(GateParts):
                 expires=self._lease_expiry(), at=at, call=call,
             )  # fmt: skip
         return self._open_session(run_id)
+
+    def begin_with(
+        self,
+        run_id: str,
+        goal: str,
+        limits: Limits,
+        decision: Decision,
+        *,
+        call: transitions.CallLabel | None = None,
+        check: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> tuple[Session, Verdict]:
+        """Create a run whose first step is ``decision``, proposed and, when allowed, started,
+        in one transaction (``core.first_step``): the session's open step then only needs
+        ``execute``, which calls the tool and writes its outcome. The proxy's path: two synced
+        commits per allowed call instead of five."""
+        return first_step.begin_with(
+            self, self._held, run_id, goal, limits, decision, call=call, check=check
+        )
 
     def attach(self, run_id: str) -> tuple[Session, Verdict | None]:
         """Open a session on an existing run; for a run waiting on an approval, the verdict."""

@@ -22,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 
 from core.canonical import JSONValue
 from core.errors import PolicyFailed, RunStateError, SchemaRefused
@@ -31,6 +32,15 @@ from core.records import RunView
 from core.store import format_time
 from core.tools import CompiledTool
 from core.verdicts import GateConfig
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a policy request says of its run, for a run not yet written (core.first_step)."""
+
+    id: str
+    goal: str
+    consecutive_failures: int = 0
 
 
 class GateParts:
@@ -57,7 +67,7 @@ class GateParts:
         return self.config.wall_clock() + self.config.lease_ttl
 
     def _policy_request(
-        self, tool: CompiledTool, arguments: JSONValue, run: RunView, step: int
+        self, tool: CompiledTool, arguments: JSONValue, run: RunView | RunFacts, step: int
     ) -> PolicyRequest:
         side_effect = tool.tool.side_effect
         if side_effect is None:

@@ -66,14 +66,21 @@ class StepState:
     tool: CompiledTool | None = None
     allowed: bool = False
     proposed: bool = False
+    started: bool = False  # the tool's start is written (core/first_step.py)
 
 
 class Hold:
     """One hold on a run: its lease, its serialised calls, its writes under the lease."""
 
     def __init__(
-        self, gate: GateParts, run_id: str, held: weakref.WeakValueDictionary[str, Hold]
+        self,
+        gate: GateParts,
+        run_id: str,
+        held: weakref.WeakValueDictionary[str, Hold],
+        run: RunView | None = None,
     ) -> None:
+        """``run``: the run as the caller's open transaction just wrote it (core/first_step.py);
+        read from the store when not given."""
         self._gate = gate
         self._store = gate.store
         self._held = held
@@ -83,7 +90,7 @@ class Hold:
         self._busy = False
         self._active_since = gate.config.clock()
         self._heartbeat: Holding | None = None
-        self._run = self._read_run()
+        self._run = self._read_run() if run is None else run
         self._hold_lease()
         held[run_id] = self
 

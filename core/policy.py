@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -71,6 +71,9 @@ class PolicyRequest:
     """What a policy is handed: the request and a view of the run, in one canonical form."""
 
     text: str  # the canonical JSON this request is, and is recorded as
+    # The value ``text`` was written from, kept for the record (``recorded``); a policy is only
+    # ever handed a fresh parse (``value``), so nothing it does reaches this one.
+    built: dict[str, JSONValue] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -86,23 +89,25 @@ class PolicyRequest:
         step: int,
         consecutive_failures: int,
     ) -> PolicyRequest:
-        return cls(
-            canonical.dumps_text(
-                {
-                    "tool": tool,
-                    "spec_hash": spec_hash,
-                    "side_effect": side_effect.value,
-                    "idempotent": idempotent,
-                    "arguments": arguments,
-                    "run": {
-                        "id": run_id,
-                        "goal": goal,
-                        "step": step,
-                        "consecutive_failures": consecutive_failures,
-                    },
-                }
-            )
-        )
+        built: dict[str, JSONValue] = {
+            "tool": tool,
+            "spec_hash": spec_hash,
+            "side_effect": side_effect.value,
+            "idempotent": idempotent,
+            "arguments": arguments,
+            "run": {
+                "id": run_id,
+                "goal": goal,
+                "step": step,
+                "consecutive_failures": consecutive_failures,
+            },
+        }
+        return cls(canonical.dumps_text(built), built)
+
+    def recorded(self) -> JSONValue:
+        """The request as its ``step.policy`` event records it (not parsed again when built
+        here)."""
+        return canonical.loads(self.text) if self.built is None else self.built
 
     def value(self) -> dict[str, Any]:
         """A fresh parsed copy: the policy may read or write it; nothing else sees it."""
@@ -132,7 +137,13 @@ class IdentifiedPolicy(Protocol):
 
 
 def identity_of(policy: Policy) -> str | None:
-    return policy.identity() if isinstance(policy, IdentifiedPolicy) else None
+    # What ``isinstance(policy, IdentifiedPolicy)`` checks, without the protocol machinery's
+    # cost on every evaluation: an ``identity`` that is there and not None.
+    identity = getattr(policy, "identity", None)
+    if identity is None:
+        return None
+    value: str | None = identity()
+    return value
 
 
 # The MCP proxy's duplicate rule (decision 0012) stands in front of the operator's policy: an
@@ -182,6 +193,7 @@ class ConfigPolicy:
     ) -> None:
         self.classes = {**DEFAULT_RULES, **(classes or {})}
         self.tools = dict(tools or {})
+        self._identity: tuple[object, str] | None = None  # (the rules it was made from, it)
 
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         value = request.value()
@@ -198,7 +210,11 @@ class ConfigPolicy:
         }
 
     def identity(self) -> str:
-        return canonical.sha256_hex(self.configuration())
+        # Asked with every evaluation: made again only when the rules changed since.
+        rules = (tuple(self.classes.items()), tuple(self.tools.items()))
+        if self._identity is None or self._identity[0] != rules:
+            self._identity = (rules, canonical.sha256_hex(self.configuration()))
+        return self._identity[1]
 
     @classmethod
     def from_mapping(cls, policy: Mapping[str, Any], *, source: str = "policy") -> ConfigPolicy:

@@ -28,7 +28,7 @@ from core import approvals, canonical, transitions, waiting
 from core.canonical import JSONValue
 from core.decisions import Decision, Kind
 from core.errors import JSONRefused, PolicyFailed, RunStateError
-from core.gate_parts import GateParts, policy_failure
+from core.gate_parts import GateParts, RunFacts, policy_failure
 from core.hold import Hold, StepState
 from core.policy import Outcome, PolicyDecision, PolicyRequest
 from core.records import RunView
@@ -48,18 +48,15 @@ def propose(s: Hold, state: StepState, decision: Decision) -> Verdict:
         at = format_time(now)
         run = s._run
         # Pure: validation and the policy, before any write.
-        plan = _plan(gate, decision, run, state.index)
+        planned = plan(gate, decision, run, state.index)
         with s._write() as tx:
-            transitions.record_decision(
-                tx, s.run_id, state.index, decision=decision.record(), at=at
-            )
-            verdict = _apply(s, state, tx, plan, run, now, at)
+            verdict = decide(s, state, tx, decision, planned, run, now, at)
         state.proposed = True
-        return _conclude(s, verdict)
+        return conclude(s, verdict)
 
 
 @dataclass
-class _Plan:
+class Plan:
     invalid: str | None = None
     complete: str | None = None
     fail: str | None = None
@@ -71,51 +68,68 @@ class _Plan:
     failure: tuple[dict[str, JSONValue], str] | None = None  # the policy failed: nothing runs
 
 
-def _plan(gate: GateParts, decision: Decision, run: RunView, index: int) -> _Plan:
+def plan(gate: GateParts, decision: Decision, run: RunView | RunFacts, index: int) -> Plan:
+    """Validation and the policy: pure, done before the transaction that records them."""
     problem = decision.problem()
     if problem is not None:
-        return _Plan(invalid=problem)
+        return Plan(invalid=problem)
     if decision.kind == Kind.COMPLETE:
         try:
-            return _Plan(complete=canonical.dumps_text(decision.parsed_result()))
+            return Plan(complete=canonical.dumps_text(decision.parsed_result()))
         except JSONRefused as e:
-            return _Plan(invalid=f"the result is not exact JSON: {e}")
+            return Plan(invalid=f"the result is not exact JSON: {e}")
     if decision.kind == Kind.FAIL:
-        return _Plan(fail=decision.error or "the agent gave up")
+        return Plan(fail=decision.error or "the agent gave up")
     tool = gate.tools.get(decision.tool)
     if tool is None:
-        return _Plan(invalid=f"there is no tool {decision.tool!r}")
+        return Plan(invalid=f"there is no tool {decision.tool!r}")
     if tool.tool.side_effect is None:
-        return _Plan(invalid=f"tool {tool.name} is unavailable: it has no side-effect class")
+        return Plan(invalid=f"tool {tool.name} is unavailable: it has no side-effect class")
     try:
-        arguments = decision.parsed_arguments()
+        parsed = decision.canonical_arguments()  # parsed once, here or by the caller
     except JSONRefused as e:
-        return _Plan(invalid=f"the arguments are not exact JSON: {e} [{type(e).__name__}]")
+        return Plan(invalid=f"the arguments are not exact JSON: {e} [{type(e).__name__}]")
+    arguments = parsed.value
     errors = tool.schema_errors(arguments)
     if errors:
-        return _Plan(invalid="the arguments do not match the schema: " + "; ".join(errors))
-    arguments_text = canonical.dumps_text(arguments)
+        return Plan(invalid="the arguments do not match the schema: " + "; ".join(errors))
     request_hash = approvals.call_hash(
         spec_hash=tool.spec_hash, tool=tool.name, arguments=arguments
     )
     request = Request(
         run.id, index, tool.name, tool.spec_hash, tool.tool.side_effect,
-        arguments_text, request_hash,
+        parsed.text, request_hash, parsed,
     )  # fmt: skip
     policy_request = gate._policy_request(tool, arguments, run, index)
     try:
         policy_decision, identity = gate._evaluate(policy_request)
     except PolicyFailed as failure:
-        return _Plan(tool=tool, request=request, policy_request=policy_request,
+        return Plan(tool=tool, request=request, policy_request=policy_request,
                      failure=policy_failure(failure))  # fmt: skip
-    return _Plan(
+    return Plan(
         tool=tool, request=request, policy_request=policy_request,
         policy=policy_decision, identity=identity,
     )  # fmt: skip
 
 
+def decide(
+    s: Hold,
+    state: StepState,
+    tx: Transaction,
+    decision: Decision,
+    plan: Plan,
+    run: RunView,
+    now: datetime,
+    at: str,
+) -> Verdict:
+    """Record the decision and write its verdict in ``tx`` (propose's transaction, or the one
+    that begins a run with its first step: core/first_step.py)."""
+    transitions.record_decision(tx, s.run_id, state.index, decision=decision.record(), at=at)
+    return _apply(s, state, tx, plan, run, now, at)
+
+
 def _apply(
-    s: Hold, state: StepState, tx: Transaction, plan: _Plan, run: RunView, now: datetime, at: str
+    s: Hold, state: StepState, tx: Transaction, plan: Plan, run: RunView, now: datetime, at: str
 ) -> Verdict:
     index = state.index
     active = s._active(now)
@@ -161,7 +175,7 @@ def _apply(
     if decision is None:
         raise RunStateError("incomplete plan")
     transitions.record_policy(
-        tx, s.run_id, index, request=plan.policy_request.text,
+        tx, s.run_id, index, request=plan.policy_request.recorded(),
         decision=decision.as_json(), policy=plan.identity, at=at,
     )  # fmt: skip
     if decision.outcome is Outcome.ALLOW:
@@ -189,7 +203,7 @@ def _apply(
     return Verdict(VerdictOutcome.ENDED, run, request, None, decision.reason)
 
 
-def _conclude(s: Hold, verdict: Verdict) -> Verdict:
+def conclude(s: Hold, verdict: Verdict) -> Verdict:
     """Attach the run as written, and end the step or the session as the verdict says."""
     run = s._run
     result = Verdict(verdict.outcome, run, verdict.request, verdict.approval,

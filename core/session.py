@@ -45,10 +45,14 @@ class Session(Hold):
     freed at once and stops renewing its lease, without waiting for a garbage collection."""
 
     def __init__(
-        self, gate: GateParts, run_id: str, held: weakref.WeakValueDictionary[str, Hold]
+        self,
+        gate: GateParts,
+        run_id: str,
+        held: weakref.WeakValueDictionary[str, Hold],
+        run: RunView | None = None,
     ) -> None:
         self._handle: weakref.ref[OpenStep] | None = None
-        super().__init__(gate, run_id, held)
+        super().__init__(gate, run_id, held, run)
 
     def step(self) -> OpenStep | None:
         """Check the limits and start a step; None when a limit ended the run."""

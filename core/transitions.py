@@ -188,12 +188,13 @@ def record_policy(
     run_id: str,
     index: int,
     *,
-    request: str,
+    request: JSONValue,
     decision: dict[str, JSONValue],
     policy: str | None,
     at: str,
 ) -> None:
-    payload = {"request": canonical.loads(request), "decision": decision, "policy": policy}
+    """``request``: the policy request's value (``PolicyRequest.recorded``)."""
+    payload = {"request": request, "decision": decision, "policy": policy}
     tx.append_event(kind="step.policy", payload=payload, at=at, run_id=run_id, step=index)
 
 

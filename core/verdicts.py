@@ -110,9 +110,16 @@ class Request:
     side_effect: SideEffect
     arguments: str  # canonical JSON text
     request_hash: str  # SHA-256 over the call: tool spec, tool, arguments (approvals.call_hash)
+    # The arguments as parsed when the decision was checked, carried to the tool's start record
+    # rather than parsed again; never handed to the tool (``args`` is a copy of its own).
+    parsed: canonical.Canonical | None = field(default=None, compare=False, repr=False)
 
     def args(self) -> JSONValue:
         return canonical.loads(self.arguments)
+
+    def value(self) -> JSONValue:
+        """The arguments' value, shared: for reading only."""
+        return canonical.loads(self.arguments) if self.parsed is None else self.parsed.value
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def attach(s: Hold) -> Verdict:
     with s._store.transaction() as tx:
         check_waiting(s, tx, approval)
         transitions.record_policy(
-            tx, s.run_id, step.index, request=policy_request.text,
+            tx, s.run_id, step.index, request=policy_request.recorded(),
             decision=decision.as_json(), policy=identity, at=at,
         )  # fmt: skip
         if outcome is Outcome.ALLOW:

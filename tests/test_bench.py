@@ -14,7 +14,7 @@ from tests.conftest import ROOT
     ("script", "args", "ratio_line"),
     [
         ("verify.py", ["--events", "3000", "--repeat", "1"], "ratio verify/floor:"),
-        ("gate.py", ["--calls", "50", "--repeat", "1"], "ratio call/commit:"),
+        ("gate.py", ["--calls", "50", "--rounds", "5"], "ratio call/commit:"),
         ("history.py", ["--runs", "500"], "extra for the large record:"),
         ("proxy.py", ["--calls", "20"], "ratio proxied/direct:"),
         ("notify.py", ["--calls", "3"], "ratio notify/datagram:"),

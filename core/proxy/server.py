@@ -95,9 +95,10 @@ class ProxyRules:
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         decision = self.inner.evaluate(request)
         if self.own_files is not None:
+            value = request.value()  # once, for both
             decision = apply_own_files(
-                self.own_files, decision, request.value()["arguments"],
-                mutating=request.side_effect is not SideEffect.READ_ONLY,
+                self.own_files, decision, value["arguments"],
+                mutating=SideEffect(value["side_effect"]) is not SideEffect.READ_ONLY,
             )  # fmt: skip
         if decision.kind == OWN_FILES_KIND:  # says what it touches: the stronger word
             return decision
@@ -350,8 +351,11 @@ class Proxy:
             return answers.text(f"Signoff: {name} is not available: {why}", error=True)
         args = arguments or {}
         arguments_text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+        parsed: canonical.Canonical | None = None
         try:
-            key = _call_key(exposed, self._spec_hash(exposed), canonical.loads(arguments_text))
+            # Parsed once: the call key, the gate's checks and the record use this value.
+            parsed = canonical.Canonical.parse(arguments_text)
+            key = _call_key(exposed, self._spec_hash(exposed), parsed.value)
         except SignoffError as e:
             key = canonical.sha256_hex({"unreadable": arguments_text, "tool": exposed.gate_name})
             log.warning("arguments not exact JSON: %s", e)
@@ -359,7 +363,7 @@ class Proxy:
         self._lock_users[key] += 1
         try:
             async with lock:
-                return await self._call(exposed, arguments_text, key, host)
+                return await self._call(exposed, (arguments_text, parsed), key, host)
         finally:
             # A lock per call key ever made would grow without end in a proxy kept open for
             # days: forget it when no other call with this key holds or awaits it.
@@ -368,8 +372,14 @@ class Proxy:
                 del self._lock_users[key], self._locks[key]
 
     async def _call(
-        self, exposed: Exposed, arguments: str, key: str, host: host_identity.Host
+        self,
+        exposed: Exposed,
+        arguments: tuple[str, canonical.Canonical | None],
+        key: str,
+        host: host_identity.Host,
     ) -> Result:
+        """``arguments``: the host's, as text, and parsed (None: they are not exact JSON, and
+        the gate says why)."""
         gate = self._require_gate()
         # Taken first: a run of this call begun by anyone after this is seen at the begin.
         latest = self.recall.latest_of_any_host(key)
@@ -401,8 +411,15 @@ class Proxy:
         elif since is not None:
             duplicate_of = f"{since} (another host's identical call, not ended yet)"
         run_id = f"call-{secrets.token_hex(8)}"
+        text, parsed = arguments
+        decision = Decision(
+            kind="tool_call", tool=exposed.gate_name, arguments=text, origin="model", parsed=parsed
+        )
+        # The run, its step, the decision and its verdict and, when allowed, the tool's start:
+        # one synced commit; the outcome is the second (core/first_step.py).
+        self.policy.duplicate_of = duplicate_of
         try:
-            session = gate.begin(
+            session, verdict = gate.begin_with(
                 run_id,
                 f"{exposed.gate_name} for the host",
                 # The call (a terminal tool), then, if it failed, the proxy's closing decision.
@@ -412,6 +429,7 @@ class Proxy:
                     max_consecutive_failures=None,
                     grant_ttl_seconds=self.config.grant_ttl_seconds or None,
                 ),
+                decision,
                 call=CallLabel(
                     exposed.server,
                     exposed.state.tool.name,
@@ -423,20 +441,14 @@ class Proxy:
                 check=still_latest(key, latest),
             )
         except Raced:  # another proxy began a run for this call since: look again
-            return await self._call(exposed, arguments, key, host)
-        step = session.step()
-        if step is None:
-            session.close()
-            return answers.text("Signoff: the call could not start", error=True)
-        self.policy.duplicate_of = duplicate_of
-        try:
-            verdict = step.propose(
-                Decision(
-                    kind="tool_call", tool=exposed.gate_name, arguments=arguments, origin="model"
-                )
-            )
+            raced = True
+        else:
+            raced = False
         finally:
+            # Before anything awaits: no other call's proposal may see this call's flag.
             self.policy.duplicate_of = None
+        if raced:
+            return await self._call(exposed, arguments, key, host)
         return await self._after_verdict(exposed, session, verdict)
 
     async def _after_verdict(self, exposed: Exposed, session: Any, verdict: Verdict) -> Result:

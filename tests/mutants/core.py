@@ -227,9 +227,9 @@ CORE: tuple[Mutation, ...] = (
         "G-GATE-2",
         "core/proposal.py",
         "    errors = tool.schema_errors(arguments)\n    if errors:\n"
-        '        return _Plan(invalid="the arguments do not match the schema: "',
+        '        return Plan(invalid="the arguments do not match the schema: "',
         "    errors: list[str] = []\n    if errors:\n"
-        '        return _Plan(invalid="the arguments do not match the schema: "',
+        '        return Plan(invalid="the arguments do not match the schema: "',
         "a decision whose arguments fail the tool's schema is put to the policy and may run",
         "tests/core/test_gate.py::test_an_invalid_decision_is_recorded_verbatim_and_denied[wrong-type]",
     ),
@@ -247,8 +247,7 @@ CORE: tuple[Mutation, ...] = (
         "execute does not judge the grant's TTL again",
         "G-GATE-3",
         "core/execution.py",
-        "        if grant is not None:\n"
-        "            _check_grant_ttl(s, state.index, grant, now, at)\n",
+        "    if grant is not None:\n        _check_grant_ttl(s, state.index, grant, now, at)\n",
         "",
         "a grant that lapses between attach and execute is executed",
         "tests/core/test_approvals.py::test_a_grant_that_expires_between_attach_and_execute_runs_nothing",
@@ -302,6 +301,15 @@ CORE: tuple[Mutation, ...] = (
         "a mutation that died mid-call is marked interrupted and run again with no operator",
         "tests/core/test_crash.py::test_an_in_process_crash_at_each_point_keeps_the_contract[mutating-tool_started]",
     ),
+    Mutation(
+        "the proxy's path calls its tool with no start recorded",
+        "G-CRASH-1",
+        "core/first_step.py",
+        "                if state.allowed and request is not None:\n",
+        "                if False:\n",
+        "a proxied mutation that died mid-call left no started step, so it may run again unasked",
+        "tests/core/test_first_step.py::test_a_process_that_dies_after_the_first_commit_leaves_a_started_step_the_takeover_holds",
+    ),
     # --- G-CRASH-2: the lease -----------------------------------------------------------------
     Mutation(
         "the heartbeat renews once every three TTLs",
@@ -316,8 +324,8 @@ CORE: tuple[Mutation, ...] = (
         "a tool's outcome is written without the lease",
         "G-CRASH-2",
         "core/execution.py",
-        "        end_at = format_time(end)\n        with s._write() as tx:\n",
-        "        end_at = format_time(end)\n        with s._store.transaction() as tx:\n",
+        "    end_at = format_time(end)\n    with s._write() as tx:\n",
+        "    end_at = format_time(end)\n    with s._store.transaction() as tx:\n",
         "a session that lost its lease mid-call records its tool's outcome over the new owner's",
         "tests/core/test_lease.py::test_a_tool_whose_session_lost_the_lease_finishes_but_its_outcome_is_not_recorded",
     ),
@@ -378,8 +386,8 @@ CORE: tuple[Mutation, ...] = (
         "a grant runs without looking at the kept head",
         "G-KEY-2",
         "core/execution.py",
-        "                    holds(s._store, kept)",
-        "                    pass",
+        "                holds(s._store, kept)",
+        "                pass",
         "a database put back from before an approved write runs it again",
         "tests/core/test_authenticated_grants.py::"
         "test_a_database_restored_from_before_an_approved_write_does_not_run_it_again"
