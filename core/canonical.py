@@ -125,12 +125,14 @@ class Canonical:
 
     value: JSONValue
     text: str
+    source: str = ""  # the text it was parsed from
 
     @classmethod
     def parse(cls, data: bytes | str) -> Canonical:
         """``loads`` then ``dumps``, once: the exact value or a named ``JSONRefused``."""
         value = loads(data)
-        return cls(value, dumps_text(value))
+        source = data if isinstance(data, str) else data.decode("utf-8", "surrogatepass")
+        return cls(value, dumps_text(value), source)
 
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()

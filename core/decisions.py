@@ -90,8 +90,10 @@ class Decision:
         return self.canonical_arguments().value
 
     def canonical_arguments(self) -> canonical.Canonical:
-        """The arguments' exact value and canonical text; raises ``JSONRefused``."""
-        if self.parsed is not None:
+        """The arguments' exact value and canonical text; raises ``JSONRefused``. ``parsed`` is
+        taken only when it was parsed from these very arguments (a caller's value that says
+        otherwise is not what is recorded, so it is not what is checked and run either)."""
+        if self.parsed is not None and self.parsed.source == self.arguments:
             return self.parsed
         return canonical.Canonical.parse(self.arguments or "{}")
 

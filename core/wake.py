@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import stat
 import warnings
@@ -32,6 +33,7 @@ from core import paths
 
 PROXIES = "proxies"  # the folder of the holding proxies' sockets, in the runtime directory
 SUFFIX = ".sock"
+_NAME = re.compile(r"[0-9]+-[0-9a-f]{8}\.sock")  # PID-RANDOM.sock: core/proxy/wakeups.py
 
 
 def runtime_dir() -> Path:
@@ -77,9 +79,18 @@ def wake(reason: str = "changed") -> bool:
 
 
 def _proxy_sockets() -> list[str]:
+    """The proxies' sockets, from a folder that is a real one of ours, private (a symlink, or a
+    folder another user could write, is not read: a dead socket there is not ours to remove),
+    by the names the proxies give them."""
+    folder = proxies_dir()
     try:
-        with os.scandir(proxies_dir()) as entries:
-            return [e.path for e in entries if e.name.endswith(SUFFIX)]
+        found = os.lstat(folder)
+        if not stat.S_ISDIR(found.st_mode) or stat.S_IMODE(found.st_mode) & 0o077:
+            return []
+        if hasattr(os, "getuid") and found.st_uid != os.getuid():
+            return []
+        with os.scandir(folder) as entries:
+            return [e.path for e in entries if _NAME.fullmatch(e.name)]
     except OSError:  # no proxy ever held a call here
         return []
 

@@ -458,12 +458,14 @@ class Proxy:
         if verdict.outcome == VerdictOutcome.DENIED:
             close_run(session, Decision.fail(f"denied: {verdict.reason}", origin="operator"))
             self.recall.mark_collected(run_id)
+            wake.wake("ended")  # a proxy awaiting this run's outcome reads it now
             return answers.text(f"Signoff refused this call: {verdict.reason}", error=True)
         session.close()
         if verdict.outcome == VerdictOutcome.PENDING:
             wake.wake("approval")
             return await self.recall.hold(exposed, run_id)
         self.recall.mark_collected(run_id)
+        wake.wake("ended")
         return answers.text(f"Signoff ended this call: {verdict.reason}", error=True)
 
     async def _execute(self, exposed: Exposed, session: Any) -> Result:

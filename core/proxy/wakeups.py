@@ -94,16 +94,19 @@ class Wakeups:
         folder = wake.proxies_dir()
         path = folder / f"{os.getpid()}-{secrets.token_hex(4)}{wake.SUFFIX}"
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        bound = False
         try:
             private_files.make_dir(folder)
             sock.bind(str(path))
+            bound = True
             sock.setblocking(False)
             asyncio.get_running_loop().add_reader(sock.fileno(), self._drain)
         except (OSError, SignoffError) as e:
             sock.close()
             log.warning("held calls poll the store: no wake-up socket at %s (%s)", path, e)
-            with contextlib.suppress(OSError):
-                path.unlink()
+            if bound:  # only what this proxy made is removed
+                with contextlib.suppress(OSError):
+                    path.unlink()
             return
         self._sock, self._path = sock, path
 

@@ -184,3 +184,14 @@ def test_a_limit_the_new_run_already_exceeds_ends_it_and_starts_no_step(gate_sto
     assert s.done() and s.run().status == "FAILED"
     assert [k for _, k in gate_store.trace] == [("run.started", "run.ended")]
     assert calls.made == []
+
+
+def test_a_value_parsed_from_other_arguments_is_not_the_one_checked_and_run() -> None:
+    """A caller's ``parsed`` counts only when it was parsed from the decision's own arguments:
+    what is recorded is what is checked, approved and run."""
+    recorded = '{"path":"notes.txt"}'
+    other = canonical.Canonical.parse('{"path":"/etc/passwd"}')
+    decision = Decision("tool_call", "read", recorded, origin="model", parsed=other)
+    assert decision.canonical_arguments().value == {"path": "notes.txt"}
+    same = canonical.Canonical.parse(recorded)
+    assert Decision("tool_call", "read", recorded, parsed=same).canonical_arguments() is same

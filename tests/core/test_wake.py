@@ -40,15 +40,36 @@ def test_wake_reaches_every_holding_proxy_and_removes_a_dead_ones_socket(home: P
     dead = proxies / "1-deadbeef.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as gone:
         gone.bind(str(dead))  # closed without removing its file, as a killed proxy leaves it
-    not_a_socket = proxies / "2-notasock.sock"
+    not_a_socket = proxies / "2-0000000f.sock"
     not_a_socket.write_text("")
     other = proxies / "readme.txt"
     other.write_text("")
-    with listener(proxies / "3-a.sock") as one, listener(proxies / "4-b.sock") as two:
+    with listener(proxies / "3-0000000a.sock") as one, listener(proxies / "4-0000000b.sock") as two:
         assert wake.wake("approved") is False  # no app; the proxies are woken all the same
         assert one.recv(64) == b"approved" and two.recv(64) == b"approved"
     assert not dead.exists()  # refused: nobody is bound to it, so it is removed
     assert not_a_socket.exists() and other.exists()  # only a dead socket is ever removed
+
+
+def test_wake_reads_no_folder_that_is_not_a_private_one_of_ours(home: Path, tmp_path: Path) -> None:
+    """A symlink in the folder's place, or a folder others may write, is not read: a dead socket
+    there is not the proxies' to remove (and none of theirs is there)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    dead = elsewhere / "1-deadbeef.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as gone:
+        gone.bind(str(dead))
+    proxies = wake.proxies_dir()
+    private_files.make_dir(proxies.parent)
+    proxies.symlink_to(elsewhere)
+    wake.wake("approved")
+    assert dead.exists()
+    proxies.unlink()
+    proxies.mkdir(mode=0o700)
+    proxies.chmod(0o777)
+    dead.rename(proxies / dead.name)
+    wake.wake("approved")
+    assert (proxies / dead.name).exists()
 
 
 @pytest.mark.parametrize(("decide", "status"), [(approve, "approved"), (reject, "rejected")])
@@ -61,7 +82,7 @@ def test_a_decision_wakes_the_holding_proxies_once_it_is_committed(
     proxies = private_files.make_dir(wake.proxies_dir())
     seen: list[str] = []
     ready = threading.Event()
-    with listener(proxies / "1-a.sock") as proxy:
+    with listener(proxies / "1-0000000a.sock") as proxy:
 
         def read_on_wake() -> None:  # as a holding proxy does, on its own connection
             with Store.open(home / "signoff.db") as other:
