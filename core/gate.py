@@ -132,7 +132,9 @@ class Gate(GateParts):
         """Create a run whose first step is ``decision``, proposed and, when allowed, started,
         in one transaction (``core.first_step``): the session's open step then only needs
         ``execute``, which calls the tool and writes its outcome. The proxy's path: two synced
-        commits per allowed call instead of five."""
+        commits per allowed call instead of five. An allowed verdict's tool is recorded as
+        started: the caller must ``execute`` it; a session closed instead leaves a started step,
+        which a takeover sends to the operator as interrupted (it is never run on its own)."""
         return first_step.begin_with(
             self, self._held, run_id, goal, limits, decision, call=call, check=check
         )
