@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core import paths, present
+from core import paths
 from core.canonical import loads
-from core.errors import ConfigError, SignoffError, UnknownApproval
+from core.errors import ConfigError, SignoffError
+from core.proxy import approval_commands
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
-from core.records import pending_requests, read_approval
 from core.store import Store
 from core.tools import SideEffect
 
@@ -156,7 +156,7 @@ def register(commands: Any) -> None:
         " hash that approve --hash takes; fingerprint: its first 16 hex digits; fixed: the"
         " values set by Signoff, sent with the arguments)",
     )
-    p.set_defaults(func=pending)
+    p.set_defaults(func=approval_commands.pending)
     for name, helptext in (("approve", "approve a pending request"), ("reject", "reject one")):
         p = commands.add_parser(name, help=helptext)
         p.add_argument("approval", metavar="ID")
@@ -167,12 +167,12 @@ def register(commands: Any) -> None:
             help="refuse unless the request hash is this one (the full 64 hex digits shown as"
             " hash by signoff pending): the request you read is the request decided",
         )
-        p.set_defaults(func=decide, decision=name)
+        p.set_defaults(func=approval_commands.decide, decision=name)
 
     p = commands.add_parser("runs", help="the most recent runs")
     p.add_argument("--limit", type=int, default=30)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=runs)
+    p.set_defaults(func=approval_commands.runs)
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -556,59 +556,6 @@ def proxy(args: argparse.Namespace) -> int:
             return _error(f"no server named {', '.join(unknown)} in {paths.config_path()}")
         asyncio.run(serve(config, names, store, log_dir=log_dir, hold_seconds=args.hold,
                           config_path=paths.config_path(), rules_problem=problem))  # fmt: skip
-    return EXIT_OK
-
-
-# --- approvals and runs ----------------------------------------------------------------------
-
-
-def pending(args: argparse.Namespace) -> int:
-    with Store.open(paths.database_path()) as store, store.snapshot() as conn:
-        waiting = pending_requests(conn)
-    for p in waiting:
-        print(json.dumps({
-            "id": p.id, "run_id": p.run_id, "server": p.server, "tool": p.tool,
-            "arguments": loads(p.arguments), "fixed": loads(p.fixed), "hash": p.request_hash,
-            "fingerprint": present.fingerprint(p.request_hash), "kind": p.kind,
-            "class": p.side_effect, "created_at": p.created_at, "reason": p.reason,
-        }, ensure_ascii=False))  # fmt: skip
-    return EXIT_OK
-
-
-def decide(args: argparse.Namespace) -> int:
-    from core.approvals import approve, reject
-
-    by = f"operator:{getpass.getuser()}"
-    with Store.open(paths.database_path()) as store:
-        with store.snapshot() as conn:
-            approval = read_approval(conn, args.approval)
-        if approval is None:
-            return _error(f"no approval {args.approval}", UnknownApproval.__name__)
-        act = approve if args.decision == "approve" else reject
-        try:
-            act(store, approval.run_id, approval.id, by, args.reason, expected_hash=args.hash)
-        except SignoffError as e:
-            return _error(str(e), type(e).__name__)
-    verb = "approved" if args.decision == "approve" else "rejected"
-    fingerprint = present.fingerprint(approval.request_hash)
-    print(f"{verb} {approval.id} (run {approval.run_id}, request fingerprint {fingerprint})")
-    return EXIT_OK
-
-
-def runs(args: argparse.Namespace) -> int:
-    with Store.open(paths.database_path()) as store, store.snapshot() as conn:
-        rows = conn.execute(
-            "SELECT id, created_at, server, tool, status, end_reason, updated_at FROM runs"
-            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (args.limit,),
-        ).fetchall()
-    keys = ("id", "created_at", "server", "tool", "status", "end_reason", "updated_at")
-    for row in rows:
-        if args.json:
-            print(json.dumps(dict(zip(keys, row, strict=True))))
-        else:
-            what = f"{row[2]}/{row[3]}" if row[2] else row[0]
-            print(f"{row[1]}  {what:40}  {row[4]}{f' ({row[5]})' if row[5] else ''}")
     return EXIT_OK
 
 

@@ -1,0 +1,75 @@
+"""The approval and run commands: ``signoff pending``, ``approve``, ``reject`` and ``runs``.
+
+They read and decide what waits in the store, and load nothing of the proxy's (tests/
+test_commands_load.py holds them to it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+
+from core import paths, present
+from core.canonical import loads
+from core.errors import SignoffError, UnknownApproval
+from core.records import pending_requests, read_approval
+from core.store import Store
+
+EXIT_OK, EXIT_ERROR = 0, 2  # as core/cli.py's
+
+
+def pending(args: argparse.Namespace) -> int:
+    with Store.open(paths.database_path()) as store, store.snapshot() as conn:
+        waiting = pending_requests(conn)
+    for p in waiting:
+        print(json.dumps({
+            "id": p.id, "run_id": p.run_id, "server": p.server, "tool": p.tool,
+            "arguments": loads(p.arguments), "fixed": loads(p.fixed), "hash": p.request_hash,
+            "fingerprint": present.fingerprint(p.request_hash), "kind": p.kind,
+            "class": p.side_effect, "created_at": p.created_at, "reason": p.reason,
+        }, ensure_ascii=False))  # fmt: skip
+    return EXIT_OK
+
+
+def decide(args: argparse.Namespace) -> int:
+    from core.approvals import approve, reject
+
+    by = f"operator:{getpass.getuser()}"
+    with Store.open(paths.database_path()) as store:
+        with store.snapshot() as conn:
+            approval = read_approval(conn, args.approval)
+        if approval is None:
+            return _error(f"no approval {args.approval}", UnknownApproval.__name__)
+        act = approve if args.decision == "approve" else reject
+        try:
+            act(store, approval.run_id, approval.id, by, args.reason, expected_hash=args.hash)
+        except SignoffError as e:
+            return _error(str(e), type(e).__name__)
+    verb = "approved" if args.decision == "approve" else "rejected"
+    fingerprint = present.fingerprint(approval.request_hash)
+    print(f"{verb} {approval.id} (run {approval.run_id}, request fingerprint {fingerprint})")
+    return EXIT_OK
+
+
+def runs(args: argparse.Namespace) -> int:
+    with Store.open(paths.database_path()) as store, store.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT id, created_at, server, tool, status, end_reason, updated_at FROM runs"
+            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (args.limit,),
+        ).fetchall()
+    keys = ("id", "created_at", "server", "tool", "status", "end_reason", "updated_at")
+    for row in rows:
+        if args.json:
+            print(json.dumps(dict(zip(keys, row, strict=True))))
+        else:
+            what = f"{row[2]}/{row[3]}" if row[2] else row[0]
+            print(f"{row[1]}  {what:40}  {row[4]}{f' ({row[5]})' if row[5] else ''}")
+    return EXIT_OK
+
+
+def _error(message: str, name: str = "UsageError") -> int:
+    print(f"signoff: {message} [{name}]", file=sys.stderr)
+    return EXIT_ERROR
