@@ -90,10 +90,8 @@ class CountingRecall(Recall):
         return ("approval-1", "pending", "ab" * 32, "approval")
 
 
-def test_a_datagram_from_anyone_only_makes_the_held_call_read_the_store_again(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(BACKSTOP_VARIABLE, BACKSTOP)
+def holding(store: Store) -> tuple[CountingRecall, Any]:
+    """A recall that only holds (no gate, an approval that never goes on), and its tool."""
 
     async def refuse(*_: Any) -> Any:
         raise AssertionError("a pending approval never goes on")
@@ -103,7 +101,15 @@ def test_a_datagram_from_anyone_only_makes_the_held_call_read_the_store_again(
 
     recall = CountingRecall(store, gate=no_gate, hold=lambda: HOLD, wall=lambda: 0.0,
                             after_verdict=refuse)  # fmt: skip
-    exposed: Any = SimpleNamespace(name="write_note", declares_output_schema=False)
+    return recall, SimpleNamespace(name="write_note", declares_output_schema=False)
+
+
+def test_a_datagram_from_anyone_only_makes_the_held_call_read_the_store_again(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(BACKSTOP_VARIABLE, BACKSTOP)
+
+    recall, exposed = holding(store)
     proxies = wake.proxies_dir()
 
     async def scenario() -> None:
@@ -137,15 +143,7 @@ def test_a_proxy_that_cannot_listen_holds_by_polling(
     proxies.mkdir(mode=0o777)
     proxies.chmod(0o777)
 
-    async def refuse(*_: Any) -> Any:
-        raise AssertionError("a pending approval never goes on")
-
-    def no_gate() -> Any:
-        raise AssertionError("no gate is needed to hold a call")
-
-    recall = CountingRecall(store, gate=no_gate, hold=lambda: HOLD, wall=lambda: 0.0,
-                            after_verdict=refuse)  # fmt: skip
-    exposed: Any = SimpleNamespace(name="write_note", declares_output_schema=False)
+    recall, exposed = holding(store)
 
     async def scenario() -> None:
         cancelled = asyncio.Event()
@@ -165,15 +163,7 @@ def test_a_proxy_driven_by_one_event_loop_then_another_holds_in_each(
 ) -> None:
     monkeypatch.setenv(BACKSTOP_VARIABLE, BACKSTOP)
 
-    async def refuse(*_: Any) -> Any:
-        raise AssertionError("a pending approval never goes on")
-
-    def no_gate() -> Any:
-        raise AssertionError("no gate is needed to hold a call")
-
-    recall = CountingRecall(store, gate=no_gate, hold=lambda: HOLD, wall=lambda: 0.0,
-                            after_verdict=refuse)  # fmt: skip
-    exposed: Any = SimpleNamespace(name="write_note", declares_output_schema=False)
+    recall, exposed = holding(store)
 
     async def hold_until_woken_then_cancelled() -> None:
         cancelled = asyncio.Event()
