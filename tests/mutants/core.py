@@ -167,7 +167,7 @@ CORE: tuple[Mutation, ...] = (
     Mutation(
         "approve ignores --hash",
         "G-GATE-1",
-        "core/proxy/commands.py",
+        "core/proxy/approval_commands.py",
         "act(store, approval.run_id, approval.id, by, args.reason, expected_hash=args.hash)",
         "act(store, approval.run_id, approval.id, by, args.reason, expected_hash=None)",
         "`signoff approve ID --hash H` decides even when H is not the request's hash",
