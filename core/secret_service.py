@@ -22,21 +22,37 @@ Signoff's processes do (each proxy anchors the head, the tray witnesses it), and
    call Signoff makes into the Secret Service, from any of its processes, is made under the one
    lock per user that every keyring call of Signoff's is made under (core/keyring_calls.py).
 
+4. One D-Bus connection and one Secret Service session per process, kept between calls (issue
+   "Speed"): the package's own backend opens a connection, and an encrypted session (a
+   Diffie-Hellman exchange, about 9 ms of the daemon's and our time), for every read and every
+   write. A call that fails on the kept connection closes it; the call is made once more on a
+   new one when the kept one was an earlier call's (the daemon may have restarted since, which
+   leaves a connection that answers but a session it no longer knows). A person's dismissal of
+   an unlock prompt is not asked again.
+
 Each operation is retried whole, for at most ``PATIENCE`` seconds; every other failure is the
 caller's (core/keyring_calls.py bounds the whole call by its deadline).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import suppress
+from functools import partial
 from typing import Any, TypeVar
 
 import secretstorage
+import secretstorage.util
 from keyring.backends import SecretService
-from keyring.errors import InitError, KeyringLocked
-from secretstorage.exceptions import ItemNotFoundException, SecretStorageException
+from keyring.errors import InitError, KeyringLocked, PasswordDeleteError
+from secretstorage.exceptions import (
+    ItemNotFoundException,
+    PromptDismissedException,
+    SecretStorageException,
+)
 
 from core.keyring_calls import one_at_a_time
 
@@ -59,22 +75,47 @@ def _steadily(operation: Callable[[], T]) -> T:
         pause = min(pause * 2, 0.2)
 
 
+class _Kept:
+    """The process's one connection to the Secret Service and its session (rule 4)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # its users also hold the lock of every keyring call
+        self.pid = 0
+        self.bus: Any = None
+        self.session: Any = None
+
+    def take(self) -> tuple[Any, bool]:
+        """The kept connection and whether an earlier call made it, else a new one."""
+        if self.bus is not None and self.pid == os.getpid():
+            return self.bus, True
+        self.bus, self.session, self.pid = secretstorage.dbus_init(), None, os.getpid()
+        return self.bus, False
+
+    def drop(self) -> None:
+        bus, self.bus, self.session = self.bus, None, None
+        if bus is not None and self.pid == os.getpid():  # a parent's socket is not ours to close
+            with suppress(Exception):
+                bus.close()
+
+
+_kept = _Kept()
+
+
 class Keyring(SecretService.Keyring):
-    """``keyring``'s Secret Service backend, reading and writing steadily (rules 1 to 3)."""
+    """``keyring``'s Secret Service backend, reading and writing steadily (rules 1 to 4)."""
 
     def get_preferred_collection(self) -> Any:
-        """The collection, unlocked, on a D-Bus connection of its own that the caller closes;
-        closed here on every failure (the package's own leaves it open when it raises)."""
-        bus = secretstorage.dbus_init()
-        try:
-            collection = self._collection(bus)
-            if collection.is_locked():
-                collection.unlock()
-                if collection.is_locked():  # the person dismissed the unlock prompt
-                    raise KeyringLocked("Failed to unlock the collection!")
-        except BaseException:
-            bus.close()
-            raise
+        """The collection, unlocked, on the process's kept connection (rule 4): the caller
+        holds ``_kept.lock`` and leaves the connection open."""
+        bus, _ = _kept.take()
+        collection = self._collection(bus)
+        if _kept.session is None:  # every read and write of ours needs one
+            _kept.session = secretstorage.util.open_session(bus)
+        collection.session = _kept.session
+        if collection.is_locked():
+            collection.unlock()
+            if collection.is_locked():  # the person dismissed the unlock prompt
+                raise KeyringLocked("Failed to unlock the collection!")
         return collection
 
     def _collection(self, bus: Any) -> Any:
@@ -90,24 +131,50 @@ class Keyring(SecretService.Keyring):
         except SecretStorageException as e:
             raise InitError(f"Failed to open the default collection: {e}.") from e
 
-    def get_password(self, service: str, username: str) -> str | None:
-        return one_at_a_time(lambda: _steadily(lambda: self._read(service, username)), writes=False)
+    def _on_kept(self, use: Callable[[Any], T]) -> T:
+        """``use(collection)`` on the kept connection, once more on a new one when a kept one
+        fails (rule 4)."""
+        with _kept.lock:
+            while True:
+                _, reused = _kept.take()
+                try:
+                    return use(self.get_preferred_collection())
+                except PasswordDeleteError:
+                    raise  # an answer (nothing to delete), not a failure of the connection
+                except BaseException as e:
+                    _kept.drop()
+                    if not reused or isinstance(e, KeyringLocked | PromptDismissedException):
+                        raise
 
-    def _read(self, service: str, username: str) -> str | None:
-        collection = self.get_preferred_collection()
-        with closing(collection.connection):
-            for item in collection.search_items(self._query(service, username)):
-                self.unlock(item)
-                return str(item.get_secret().decode("utf-8"))
+    def get_password(self, service: str, username: str) -> str | None:
+        return one_at_a_time(
+            lambda: _steadily(lambda: self._on_kept(partial(self._read, service, username))),
+            writes=False,
+        )
+
+    def _read(self, service: str, username: str, collection: Any) -> str | None:
+        for item in collection.search_items(self._query(service, username)):
+            self.unlock(item)
+            return str(item.get_secret().decode("utf-8"))
         return None
 
     def set_password(self, service: str, username: str, password: str) -> None:
-        write = super().set_password
-        one_at_a_time(lambda: _steadily(lambda: write(service, username, password)), writes=True)
+        attributes = self._query(service, username, application=self.appid)
+        label = f"Password for '{username}' on '{service}'"  # as the package labels its own
+
+        def write(collection: Any) -> None:
+            collection.create_item(label, attributes, password, replace=True)
+
+        one_at_a_time(lambda: _steadily(lambda: self._on_kept(write)), writes=True)
 
     def delete_password(self, service: str, username: str) -> None:
-        delete = super().delete_password
-        one_at_a_time(lambda: _steadily(lambda: delete(service, username)), writes=True)
+        def delete(collection: Any) -> None:
+            for item in collection.search_items(self._query(service, username)):
+                item.delete()
+                return
+            raise PasswordDeleteError("No such password!")
+
+        one_at_a_time(lambda: _steadily(lambda: self._on_kept(delete)), writes=True)
 
 
 def steady(backend: Any) -> Any:

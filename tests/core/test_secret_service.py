@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,3 +153,54 @@ def test_reads_beside_a_writer_of_a_file_keyring_never_miss_the_operator_key(
     assert [h.returncode for h in hammers] == [0, 0, 0], said
     assert [s.strip() for s in said] == ["0", "0", "0"], said  # misses, per process
     assert list(tmp_path.rglob("keyring_pass.cfg")), "the file keyring was not what was used"
+
+
+def test_one_connection_and_one_session_serve_a_process_and_a_lost_one_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rule 4 of core/secret_service.py with the real gnome-keyring: many reads and writes of
+    one process open one D-Bus connection and one encrypted session (the package's own backend
+    opens both for every call); a connection closed under it, or a session the daemon no longer
+    knows (as after the daemon restarted), costs one new connection, never a failed call."""
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
+    import secretstorage
+
+    from core import secret_service
+
+    opened = {"connections": 0, "sessions": 0}
+    dbus_init, open_session = secretstorage.dbus_init, secretstorage.util.open_session
+
+    def counted_connection() -> object:
+        opened["connections"] += 1
+        return dbus_init()
+
+    def counted_session(connection: object) -> object:
+        opened["sessions"] += 1
+        return open_session(connection)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(secretstorage, "dbus_init", counted_connection)
+    for module in (secretstorage.util, secretstorage.collection, secretstorage.item):
+        monkeypatch.setattr(module, "open_session", counted_session)
+    kept = secret_service._Kept()
+    monkeypatch.setattr(secret_service, "_kept", kept)
+    try:
+        _one_connection_and_session(secret_service.Keyring(), kept, opened, "kept-" + tmp_path.name)
+    finally:
+        kept.drop()
+
+
+def _one_connection_and_session(keyring: Any, kept: Any, opened: dict[str, int], user: str) -> None:
+    for i in range(20):
+        keyring.set_password("signoff-tests", user, f"value {i}")
+        assert keyring.get_password("signoff-tests", user) == f"value {i}"
+    assert opened == {"connections": 1, "sessions": 1}
+
+    kept.bus.close()  # the connection lost under the process
+    assert keyring.get_password("signoff-tests", user) == "value 19"
+    kept.session.object_path = "/org/freedesktop/secrets/session/gone"
+    keyring.set_password("signoff-tests", user, "after")
+    assert keyring.get_password("signoff-tests", user) == "after"
+    assert opened == {"connections": 3, "sessions": 3}
+    keyring.delete_password("signoff-tests", user)
+    assert keyring.get_password("signoff-tests", user) is None
