@@ -140,25 +140,47 @@ def find_session_bus() -> None:
         os.environ["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={socket}"
 
 
-def backend(given: Any = None) -> Any:
-    """The keyring backend to use: ``given``, else the ``keyring`` package's choice, made once
-    the session bus is named (``find_session_bus``).
+# The ``keyring`` package's own backends for each platform's OS keyring, the only ones Signoff
+# uses where the package's configuration names none (decision 0024).
+OWN_BACKENDS = {
+    "linux": (
+        ("keyring.backends.SecretService", "Keyring"),
+        ("keyring.backends.kwallet", "DBusKeyring"),
+        ("keyring.backends.kwallet", "DBusKeyringKWallet4"),
+        ("keyring.backends.libsecret", "Keyring"),
+    ),
+    "darwin": (("keyring.backends.macOS", "Keyring"),),
+    "win32": (("keyring.backends.Windows", "WinVaultKeyring"),),
+}
 
-    Where the package would chain several backends (it does when another, such as keyrings.alt's
-    files, is installed beside the OS keyring), only the first of its own OS backends is used
-    (the ``keyring.backends`` package's: the Secret Service, KWallet, macOS, Windows), else
-    none: a chain reads on in the next backend when the first has no value, and a file that
-    anybody who can write the user's files can fill must never answer for the operator key or a
-    kept head. Every call is made under the lock, one at a time (the module's docstring); the Secret
-    Service backend is used in the steady form of core/secret_service.py, which several Signoff
-    processes writing at once need."""
+
+def backend(given: Any = None) -> Any:
+    """The keyring backend to use: ``given``, else the one ``PYTHON_KEYRING_BACKEND`` or the
+    package's configuration file names, else the first by priority of the package's own
+    backends for this platform's OS keyring that answers, else the package's choice among every
+    backend installed; each chosen once the session bus is named (``find_session_bus``).
+
+    Looking only at the platform's own backends first is the package's choice made without
+    loading every backend installed (0.1-0.2 s a process: on Linux the macOS backend runs
+    external tools to look for its libraries): where one answers, the package's choice would
+    be a chain starting with it, or it alone. Where the package would chain several backends
+    (it does when another, such as keyrings.alt's files, is installed beside the OS keyring),
+    only the first of its own OS backends is used (the ``keyring.backends`` package's: the
+    Secret Service, KWallet, macOS, Windows), else none: a chain reads on in the next backend
+    when the first has no value, and a file that anybody who can write the user's files can
+    fill must never answer for the operator key or a kept head. Every call is made under the
+    lock, one at a time (the module's docstring); the Secret Service backend is used in the
+    steady form of core/secret_service.py, which several Signoff processes writing at once
+    need."""
     if given is None:
-        import keyring
+        import keyring.core
         from keyring.backends.chainer import ChainerBackend
         from keyring.backends.fail import Keyring as NoKeyring
 
         find_session_bus()
-        given = keyring.get_keyring()
+        given = keyring.core.load_env() or keyring.core.load_config() or _own_os_keyring()
+        if given is None:
+            given = keyring.get_keyring()
         if isinstance(given, ChainerBackend):
             chain = given.backends  # sorted anew (and each backend asked) at every access
             given = next(
@@ -174,6 +196,27 @@ def backend(given: Any = None) -> Any:
     if isinstance(given, NoKeyring | Serialised) or type(given).__module__ == "core.secret_service":
         return given  # nothing to lock, or locked already (a second lock would wait forever)
     return Serialised(given)
+
+
+def _own_os_keyring() -> Any:
+    """The first by priority of this platform's own OS keyring backends that answers, or None."""
+    platform = "linux" if sys.platform.startswith("linux") else sys.platform
+    found = [b for b in (_answering(*own) for own in OWN_BACKENDS.get(platform, ())) if b]
+    if not found:
+        return None
+    _, kind = max(found, key=lambda f: f[0])
+    return kind()
+
+
+def _answering(module_name: str, name: str) -> tuple[float, Any] | None:
+    """The backend and its priority, or None where it is not installed or cannot serve."""
+    import importlib
+
+    try:
+        kind = getattr(importlib.import_module(module_name), name)
+        return float(kind.priority), kind  # the package's check: raises where it cannot serve
+    except Exception:  # as the package's own ``viable``: any failure means not here
+        return None
 
 
 def describe(e: BaseException) -> str:

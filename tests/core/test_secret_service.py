@@ -204,3 +204,58 @@ def _one_connection_and_session(keyring: Any, kept: Any, opened: dict[str, int],
     assert opened == {"connections": 3, "sessions": 3}
     keyring.delete_password("signoff-tests", user)
     assert keyring.get_password("signoff-tests", user) is None
+
+
+CHOSEN = """
+import sys
+from core import keyring_calls
+chosen = keyring_calls.backend()
+inner = getattr(chosen, "inner", chosen)
+loaded = sorted(m for m in sys.modules if m.startswith(("keyring.backends.", "keyrings.")))
+print(type(inner).__module__ + "." + type(inner).__name__, " ".join(loaded))
+"""
+
+
+def _chosen(env: dict[str, str]) -> tuple[str, list[str]]:
+    done = subprocess.run([sys.executable, "-c", CHOSEN], env=env, capture_output=True,
+                          text=True, timeout=60, check=True)  # fmt: skip
+    chosen, *loaded = done.stdout.split()
+    return chosen, loaded
+
+
+def test_the_os_keyring_is_found_without_loading_every_backend_installed(tmp_path: Path) -> None:
+    """Where nothing names a backend, the platform's own OS keyring is chosen, as the package
+    would (first of its chain), without loading the other platforms' backends or keyrings.alt's
+    (the package's search for them was 0.1-0.2 s of every command that reads the keyring)."""
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path)}
+    env.pop("PYTHON_KEYRING_BACKEND", None)
+    chosen, loaded = _chosen(env)
+    assert chosen == "core.secret_service.Keyring"
+    assert [m for m in loaded if m.startswith(("keyrings.", "keyring.backends.macOS"))] == []
+
+
+def test_a_backend_the_keyrings_configuration_names_is_the_one_used(tmp_path: Path) -> None:
+    """``PYTHON_KEYRING_BACKEND``, else the package's configuration file, chooses: a person who
+    set up their keyring that way (a machine without a Secret Service) keeps it."""
+    (tmp_path / "python_keyring").mkdir()
+    (tmp_path / "python_keyring" / "keyringrc.cfg").write_text(
+        "[backend]\ndefault-keyring = keyrings.alt.file.PlaintextKeyring\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path)}
+    env.pop("PYTHON_KEYRING_BACKEND", None)
+    assert _chosen(env)[0] == "keyrings.alt.file.PlaintextKeyring"
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
+    assert _chosen(env)[0] == "keyring.backends.fail.Keyring"
+
+
+def test_with_no_os_keyring_answering_the_package_searches_every_backend(tmp_path: Path) -> None:
+    """No Secret Service on the bus and nothing named: the choice is the package's own search
+    over every backend installed, as before the platform's own were looked at first."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path),
+           "DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path / 'no-bus'}"}  # fmt: skip
+    env.pop("PYTHON_KEYRING_BACKEND", None)
+    chosen, loaded = _chosen(env)
+    assert not chosen.startswith("core.secret_service")
+    assert {"keyrings.alt.file", "keyring.backends.macOS"} <= set(loaded)  # the search was made
