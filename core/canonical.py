@@ -94,28 +94,29 @@ _NON_BMP = re.compile("[\U00010000-\U0010ffff]")
 def _plain(value: Any) -> bool:
     """Whether ``value`` is JSON the C encoder writes exactly as RFC 8785 does."""
     stack = [value]
+    pop, extend = stack.pop, stack.extend  # on every call of the gate: kept lean
     seen: set[int] = set()
     while stack:
-        v = stack.pop()
+        v = pop()
         t = type(v)
-        if t is str or v is None or t is bool:
+        if t is str or t is bool or v is None:
             continue
-        if t is dict or t is list:
-            if id(v) in seen:
-                return False  # shared or circular: the reference encoder decides
-            seen.add(id(v))
         if t is int:
-            if not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
-                return False
-        elif t is dict:
-            for k in v:
-                if type(k) is not str or _NON_BMP.search(k):
-                    return False
-            stack.extend(v.values())
-        elif t is list:
-            stack.extend(v)
-        else:
+            if -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                continue
+            return False
+        if t is not dict and t is not list:
             return False  # floats, tuples, subclasses, anything else: the reference encoder
+        if id(v) in seen:
+            return False  # shared or circular: the reference encoder decides
+        seen.add(id(v))
+        if t is dict:
+            for k in v:
+                if type(k) is not str or (not k.isascii() and _NON_BMP.search(k)):
+                    return False
+            extend(v.values())
+        else:
+            extend(v)
     return True
 
 
