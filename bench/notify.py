@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import shutil
 import socket
@@ -106,6 +107,7 @@ class Host:
     def __init__(self, rig: Any, calls: int) -> None:
         self.rig, self.calls = rig, calls
         self.returned: list[tuple[float, str]] = []  # (perf_counter at return, text)
+        self.returned_wall: list[float] = []
         self.error: BaseException | None = None
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, name="host", daemon=True)
@@ -120,6 +122,7 @@ class Host:
                 for n in range(self.calls):
                     result = await host.call_tool("write_note", {"text": f"bench {n}"})
                     self.returned.append((time.perf_counter(), text(result)))
+                    self.returned_wall.append(time.time())
 
         try:
             anyio.run(calls)
@@ -148,6 +151,7 @@ async def measure(home: Path, service: Any, host: Host, total: int) -> tuple[lis
     data.mkdir(mode=0o700)
     notify: list[float] = []
     approve: list[float] = []
+    pressed: list[float] = []  # the wall clock at each Approve, for the breakdown
     with Store.open(home / "signoff.db") as store:
         tray = TrayApp(store, MemoryHeadStore(), data, native=True)
         tray.start()
@@ -171,6 +175,7 @@ async def measure(home: Path, service: Any, host: Host, total: int) -> tuple[lis
                 # app maps the daemon's id to its buttons when the Notify call returns).
                 await until(lambda n=n: tray.notifier.sent[n:], f"the app to know Notify {n}")
                 t = time.perf_counter()
+                pressed.append(time.time())
                 service.invoke(shown.id, key)
                 await until(lambda n=n: len(host.returned) > n or host.done.is_set(), f"result {n}")
                 if host.error is not None:
@@ -189,7 +194,37 @@ async def measure(home: Path, service: Any, host: Host, total: int) -> tuple[lis
         with store.snapshot() as conn:
             left = conn.execute("SELECT count(*) FROM approvals WHERE status = 'pending'")
             assert left.fetchone()[0] == 0
+            breakdown(conn, pressed[WARMUP:], host.returned_wall[WARMUP:total])
     return notify, approve
+
+
+# Where an approved call's time goes, read from the record's own times (microseconds, wall
+# clock): Approve pressed -> decision recorded (the app) -> the step's tool start recorded (the
+# proxy woken, the grant checked) -> its observation recorded (the anchor in the keyring, the
+# server's call) -> the result at the host.
+SEGMENTS = ("approval.decided", "step.tool_started", "step.observed")
+
+
+def breakdown(conn: Any, pressed: list[float], returned: list[float]) -> None:
+    rows = conn.execute(
+        "SELECT run_id, kind, at FROM events WHERE kind IN (?, ?, ?) ORDER BY seq", SEGMENTS
+    ).fetchall()
+    times: dict[str, dict[str, float]] = {}
+    for run_id, kind, at in rows:
+        times.setdefault(run_id, {}).setdefault(kind, datetime.fromisoformat(at).timestamp())
+    runs = [t for t in times.values() if len(t) == len(SEGMENTS)][-len(pressed) :]
+    if len(runs) != len(pressed):
+        return
+    parts = {"Approve -> decision recorded (app)": [], "-> tool start recorded (proxy woken,"
+             " grant checked)": [], "-> observation recorded (anchor, server)": [],
+             "-> result at the host": []}  # fmt: skip
+    for t, p, r in zip(runs, pressed, returned, strict=True):
+        marks = [p, *(t[k] for k in SEGMENTS), r]
+        for name, (a, b) in zip(parts, itertools.pairwise(marks), strict=True):
+            parts[name].append(b - a)
+    for name, values in parts.items():
+        print(f"  {name}: p50 {percentile(values, 50) * 1000:.1f} ms,"
+              f" p95 {percentile(values, 95) * 1000:.1f} ms")  # fmt: skip
 
 
 def main() -> None:

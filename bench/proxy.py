@@ -21,8 +21,9 @@ Prints p50 and p95 per call and the spawn-to-first-listing times for both, then 
 milliseconds and the ratio. With the fake server, the same for a result of a 1 MiB image (the
 proxy parses it exactly, hashes its canonical form and passes it on whole: decision 0029), N/10
 calls each way, the server's result limit set to 4 MiB so that it passes whole.
-Goals (issue): at most 1.5 ms added at p50 per call, with the
-durable record; the first listing at most 0.6 s later than direct.
+Goals (issue "Speed"): at most 1.0 ms added at p50 and 2.0 ms at p95 per call, with the
+durable record; the first listing at most 0.25 s later than direct (the first wave's were
+1.5 ms and 0.6 s).
 
 Then an approved write, from the operator's approve to the tool's result, through the
 library gate, N/10 times each way: decisions unsigned and unanchored (as before decisions 0022
@@ -58,8 +59,9 @@ FAKE_SERVER = ROOT / "tests" / "proxy" / "fake_server.py"
 TIME_SERVER = ROOT / ".cache" / "mcp-servers" / "time" / "bin" / "mcp-server-time"
 NAME = "bench"
 WARMUP = 10
-GOAL_ADDED_P50_MS = 1.5
-GOAL_LISTING_ADDED_S = 0.6
+GOAL_ADDED_P50_MS = 1.0
+GOAL_ADDED_P95_MS = 2.0
+GOAL_LISTING_ADDED_S = 0.25
 
 FAKE_LISTING = json.dumps(
     [
@@ -315,7 +317,8 @@ def main() -> None:
     )
     print(
         f"added per call:        p50 {added50:+.2f} ms, p95 {added95:+.2f} ms;"
-        f" goal p50 <= {GOAL_ADDED_P50_MS} ms: {met(added50 <= GOAL_ADDED_P50_MS)}"
+        f" goal p50 <= {GOAL_ADDED_P50_MS} ms, p95 <= {GOAL_ADDED_P95_MS} ms:"
+        f" {met(added50 <= GOAL_ADDED_P50_MS and added95 <= GOAL_ADDED_P95_MS)}"
     )
     print(f"ratio proxied/direct:  p50 {p50 / d50:.2f}x, p95 {p95 / d95:.2f}x")
     if images is not None:

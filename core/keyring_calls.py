@@ -158,7 +158,8 @@ def backend(given: Any = None) -> Any:
     """The keyring backend to use: ``given``, else the one ``PYTHON_KEYRING_BACKEND`` or the
     package's configuration file names, else the first by priority of the package's own
     backends for this platform's OS keyring that answers, else the package's choice among every
-    backend installed; each chosen once the session bus is named (``find_session_bus``).
+    backend installed; each chosen once the session bus is named (``find_session_bus``), and
+    chosen again only when the variable or the bus changes, or when none answered.
 
     Looking only at the platform's own backends first is the package's choice made without
     loading every backend installed (0.1-0.2 s a process: on Linux the macOS backend runs
@@ -173,20 +174,13 @@ def backend(given: Any = None) -> Any:
     steady form of core/secret_service.py, which several Signoff processes writing at once
     need."""
     if given is None:
-        import keyring.core
-        from keyring.backends.chainer import ChainerBackend
-        from keyring.backends.fail import Keyring as NoKeyring
-
         find_session_bus()
-        given = keyring.core.load_env() or keyring.core.load_config() or _own_os_keyring()
+        named = os.environ.get("PYTHON_KEYRING_BACKEND"), os.environ.get("DBUS_SESSION_BUS_ADDRESS")
+        given = _chosen.get(named)
         if given is None:
-            given = keyring.get_keyring()
-        if isinstance(given, ChainerBackend):
-            chain = given.backends  # sorted anew (and each backend asked) at every access
-            given = next(
-                (b for b in chain if type(b).__module__.startswith("keyring.backends.")),
-                NoKeyring(),  # type: ignore[no-untyped-call]
-            )
+            given = _choose()
+            if type(given).__module__ != "keyring.backends.fail":
+                _chosen[named] = given  # no keyring yet (a daemon still starting) is asked again
     if type(given).__module__ == "keyring.backends.SecretService":
         from core.secret_service import steady
 
@@ -196,6 +190,28 @@ def backend(given: Any = None) -> Any:
     if isinstance(given, NoKeyring | Serialised) or type(given).__module__ == "core.secret_service":
         return given  # nothing to lock, or locked already (a second lock would wait forever)
     return Serialised(given)
+
+
+# The backend chosen, per backend named and session bus: choosing asks the keyring's
+# configuration file and the Secret Service on the bus, a few milliseconds on every keyring call.
+_chosen: dict[tuple[str | None, str | None], Any] = {}
+
+
+def _choose() -> Any:
+    import keyring.core
+    from keyring.backends.chainer import ChainerBackend
+    from keyring.backends.fail import Keyring as NoKeyring
+
+    given = keyring.core.load_env() or keyring.core.load_config() or _own_os_keyring()
+    if given is None:
+        given = keyring.get_keyring()
+    if isinstance(given, ChainerBackend):
+        chain = given.backends  # sorted anew (and each backend asked) at every access
+        given = next(
+            (b for b in chain if type(b).__module__.startswith("keyring.backends.")),
+            NoKeyring(),  # type: ignore[no-untyped-call]
+        )
+    return given
 
 
 def _own_os_keyring() -> Any:
