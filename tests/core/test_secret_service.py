@@ -259,3 +259,26 @@ def test_with_no_os_keyring_answering_the_package_searches_every_backend(tmp_pat
     chosen, loaded = _chosen(env)
     assert not chosen.startswith("core.secret_service")
     assert {"keyrings.alt.file", "keyring.backends.macOS"} <= set(loaded)  # the search was made
+
+
+def test_the_backend_is_chosen_once_per_process_unless_none_answered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Choosing asks the configuration file and the bus: made once, not on every keyring call;
+    a choice of no keyring (a daemon still starting) is made again at the next call."""
+    import keyring.core
+
+    from core import keyring_calls
+
+    asked = []
+    load_env = keyring.core.load_env
+    monkeypatch.setattr(keyring.core, "load_env", lambda: asked.append(1) or load_env())
+    monkeypatch.setattr(keyring_calls, "_chosen", {})
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyrings.alt.file.PlaintextKeyring")
+    first = keyring_calls.backend()
+    assert [type(keyring_calls.backend().inner) for _ in range(5)] == [type(first.inner)] * 5
+    assert len(asked) == 1
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    for _ in range(3):
+        keyring_calls.backend()
+    assert len(asked) == 4
