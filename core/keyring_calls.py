@@ -202,10 +202,9 @@ def _choose() -> Any:
     from keyring.backends.chainer import ChainerBackend
     from keyring.backends.fail import Keyring as NoKeyring
 
-    given = keyring.core.load_env() or keyring.core.load_config() or _own_os_keyring()
-    if given is None:
-        given = keyring.get_keyring()
-    if isinstance(given, ChainerBackend):
+    named = keyring.core.load_env() or keyring.core.load_config()
+    given = named or _own_os_keyring() or keyring.get_keyring()
+    if isinstance(given, ChainerBackend):  # a chain keeps only its first OS keyring
         chain = given.backends  # sorted anew (and each backend asked) at every access
         given = next(
             (b for b in chain if type(b).__module__.startswith("keyring.backends.")),
