@@ -17,6 +17,7 @@ docs/decisions/0046-real-desktops-in-tests.md says what was tried.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -139,7 +140,12 @@ def test_the_menu_drawn_by_a_status_notifier_panel_opens_the_request_and_the_his
         watcher_process = Path(f"/proc/{bus.owner_pid(WATCHER)}/cmdline").read_bytes()
         assert b"xfce4-panel" in watcher_process or b"libsystray" in watcher_process
 
-        app = desktop.spawn("app", [str(SIGNOFF)], env=app_env(desktop, home))
+        # This test's PYTHONPATH too: from a git worktree sharing another tree's venv, the
+        # installed ``signoff`` would otherwise run the code the venv was installed from.
+        env = app_env(desktop, home)
+        if "PYTHONPATH" in os.environ:
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        app = desktop.spawn("app", [str(SIGNOFF)], env=env)
 
         def registered() -> str | None:
             assert app.poll() is None, f"the app exited: {desktop.log('app')}"
