@@ -37,7 +37,7 @@ from tests.app.test_xvfb_desktop import (
 )
 from tests.app.test_xvfb_desktop import host as host  # the fixtures, used here
 from tests.app.test_xvfb_desktop import rig as rig
-from tests.app.tray_host import WATCHER, TrayHost
+from tests.app.tray_host import WATCHER, MenuEntry, TrayHost
 from tests.conftest import SIGNOFF, need
 from tests.proxy.rig import Rig
 
@@ -129,6 +129,14 @@ def _item_of(watched: list[str], bus: TrayHost, pid: int) -> str | None:
     return None
 
 
+def _keys_to(entries: list[MenuEntry], index: int) -> list[str]:
+    """The keys that choose ``entries[index]`` in a GTK menu just opened: Down steps over the
+    entries that cannot be chosen (disabled or hidden; separators are not in ``entries``)."""
+    choosable = [e for e in entries if e.enabled and e.properties.get("visible", True)]
+    assert entries[index] in choosable, entries[index]
+    return ["Down"] * (choosable.index(entries[index]) + 1) + ["Return"]
+
+
 def test_the_menu_drawn_by_a_status_notifier_panel_opens_the_request_and_the_history(
     desktop: Desktop, rig: Rig, host: Callable[..., Call], home: Path, tmp_path: Path
 ) -> None:
@@ -160,29 +168,30 @@ def test_the_menu_drawn_by_a_status_notifier_panel_opens_the_request_and_the_his
         assert properties["IconName"] or properties["IconPixmap"], properties
         _icon, _pixmaps, tip_title, tip_text = properties["ToolTip"]
         assert "Signoff" in f"{tip_title} {tip_text}", properties["ToolTip"]
-        shown = [dbusmenu_shows(entry.label) for entry in bus.menu(item)]
+        entries = bus.menu(item)
+        shown = [dbusmenu_shows(entry.label) for entry in entries]
         title = f"{waiting['server']}/{waiting['tool']}"  # "notes/write_note": "_" kept
         request = [label for label in shown if label.startswith(f"{title} (")]
         assert len(request) == 1, shown
         assert shown.index(request[0]) < shown.index("History…") < shown.index("Settings…")
         assert shown[-1] == "Quit Signoff", shown
 
-    # A right click on the icon: the panel draws the menu; the first entry that can be
-    # chosen is the request, and choosing it opens its dialog.
+    # A right click on the icon: the panel draws the menu; the keys choose the request in it,
+    # which opens its dialog.
     desktop.click(*icon.centre, button=3)
     menu = wait_for(panel.menu, f"the panel's menu for the app ({shot})")
     desktop.screenshot(tmp_path / "panel-menu.png")
     assert menu.width >= 200, menu
-    desktop.keys("Down", "Return")
+    desktop.keys(*_keys_to(entries, shown.index(request[0])))
     dialog_title = f"Signoff: {title} asks for approval"
     wait_for(lambda: desktop.window_named(dialog_title), f"the dialog {dialog_title!r}")
     wait_for(lambda: panel.menu() is None, "the panel's menu closing")
 
-    # The next entry that can be chosen is History. The pointer is still on the icon (xdotool's
-    # --sync move would wait for a motion that never comes).
+    # Then History. The pointer is still on the icon (xdotool's --sync move would wait for a
+    # motion that never comes).
     desktop.run("xdotool", "click", "3")
     wait_for(panel.menu, "the panel's menu, again")
-    desktop.keys("Down", "Down", "Return")
+    desktop.keys(*_keys_to(entries, shown.index("History…")))
     wait_for(lambda: desktop.window_named("Signoff: history"), "the history window")
     assert rig.pending() == [waiting]  # opening windows decides nothing
     no_traceback(desktop, home)
