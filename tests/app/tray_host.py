@@ -10,6 +10,10 @@ its own thread with its own asyncio loop, as a panel is its own process.
     with TrayHost(address) as host:
         item = host.wait_for_item(20)             # the bus name the item registered with
         labels = host.menu_labels(item)           # each entry's dbusmenu "label", as sent
+
+With ``watch=False`` beside a real panel (which owns the watcher), it reads what the panel
+reads: ``watched_items`` asks the panel's watcher, ``item_properties`` and ``menu`` read the
+item as the panel does, ``click`` sends the dbusmenu ``Event`` a panel sends on a click.
 """
 
 from __future__ import annotations
@@ -17,9 +21,18 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from dbus_fast import DBusError, Message, MessageType, NameFlag, PropertyAccess, RequestNameReply
+from dbus_fast import (
+    DBusError,
+    Message,
+    MessageType,
+    NameFlag,
+    PropertyAccess,
+    RequestNameReply,
+    Variant,
+)
 from dbus_fast.aio import MessageBus
 from dbus_fast.annotations import DBusBool, DBusInt32, DBusSignature, DBusStr
 from dbus_fast.service import ServiceInterface, dbus_method, dbus_property, dbus_signal
@@ -32,6 +45,16 @@ ITEM_PATH = "/StatusNotifierItem"
 ITEM_INTERFACE = "org.kde.StatusNotifierItem"
 DBusStrings = Annotated[list[str], DBusSignature("as")]
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class MenuEntry:
+    """One entry of a dbusmenu, as a host receives it."""
+
+    id: int
+    label: str  # as sent: dbusmenu's "_" marks still in it
+    enabled: bool
+    properties: dict[str, Any]
 
 
 class _Watcher(ServiceInterface):
@@ -89,6 +112,26 @@ class TrayHost(BusThread):
         """The ``label`` of each entry of the item's menu, as the item sent it."""
         return self._call(self._menu_labels(item))
 
+    def watched_items(self) -> list[str]:
+        """``RegisteredStatusNotifierItems`` of whoever owns the watcher on this bus."""
+        return self._call(self._watched_items())
+
+    def owner_pid(self, name: str) -> int:
+        """The process that owns bus name ``name``."""
+        return self._call(self._owner_pid(name))
+
+    def item_properties(self, item: str) -> dict[str, Any]:
+        """Every property of the item (``org.kde.StatusNotifierItem``), unwrapped."""
+        return self._call(self._item_properties(item))
+
+    def menu(self, item: str) -> list[MenuEntry]:
+        """The top level of the item's menu as ``GetLayout`` gives it, separators left out."""
+        return self._call(self._menu(item))
+
+    def click(self, item: str, entry: int) -> None:
+        """The dbusmenu ``Event`` "clicked" on ``entry`` of the item's menu."""
+        self._call(self._click(item, entry))
+
     def exporters(self, pid: int) -> list[str]:
         """The bus names of process ``pid`` that export an object at /StatusNotifierItem."""
         return self._call(self._exporters(pid))
@@ -128,6 +171,44 @@ class TrayHost(BusThread):
             if "label" in properties:
                 labels.append(properties["label"].value)
         return labels
+
+    async def _watched_items(self) -> list[str]:
+        properties = ("org.freedesktop.DBus.Properties", "Get", "ss")
+        body = [WATCHER, "RegisteredStatusNotifierItems"]
+        (items,) = await self._ask(WATCHER, WATCHER_PATH, *properties, body)
+        return list(items.value)
+
+    async def _owner_pid(self, name: str) -> int:
+        dbus = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+        (owner,) = await self._ask(*dbus, "GetNameOwner", "s", [name])
+        (pid,) = await self._ask(*dbus, "GetConnectionUnixProcessID", "s", [owner])
+        return int(pid)
+
+    async def _item_properties(self, item: str) -> dict[str, Any]:
+        (found,) = await self._ask(
+            item, ITEM_PATH, "org.freedesktop.DBus.Properties", "GetAll", "s", [ITEM_INTERFACE]
+        )
+        return {name: variant.value for name, variant in found.items()}
+
+    async def _menu(self, item: str) -> list[MenuEntry]:
+        menu = (await self._item_properties(item))["Menu"]
+        _revision, (_id, _properties, children) = await self._ask(
+            item, menu, "com.canonical.dbusmenu", "GetLayout", "iias", [0, -1, []]
+        )
+        entries = []
+        for child in children:
+            entry_id, properties, _grandchildren = child.value
+            values = {name: variant.value for name, variant in properties.items()}
+            if values.get("type") == "separator":
+                continue
+            entries.append(MenuEntry(entry_id, values.get("label", ""),
+                                     values.get("enabled", True), values))  # fmt: skip
+        return entries
+
+    async def _click(self, item: str, entry: int) -> None:
+        menu = (await self._item_properties(item))["Menu"]
+        await self._ask(item, menu, "com.canonical.dbusmenu", "Event", "isvu",
+                        [entry, "clicked", Variant("i", 0), 0])  # fmt: skip
 
     async def _exporters(self, pid: int) -> list[str]:
         dbus = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
