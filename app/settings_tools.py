@@ -22,6 +22,8 @@ Rules (decision 0041):
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -54,6 +56,7 @@ from core.tools import SideEffect
 __all__ = ["ToolsPage", "parse_fixed", "server_side"]
 
 COLUMNS = ("Tool", "Pin", "Class", "Offered to hosts")
+NAMED = re.compile(r"\s*\[\w+\]$")  # "... [UpstreamStartFailed]": an error's name at the end
 Button = QMessageBox.StandardButton
 
 
@@ -182,8 +185,10 @@ class ToolsPage(QWidget):
 
     def _listed(self, name: str) -> None:
         if name == self.server_name():
-            error = self.state.errors.get(name)
-            self.message.setText(f"Could not connect: {error}" if error else "")
+            error = self.state.errors.get(name, "")
+            words = NAMED.sub("", error)  # the error's name in the tooltip only
+            self.message.setText(f"Could not connect: {words}" if error else "")
+            self.message.setToolTip(error)
             self.connect_button.setEnabled(True)
         self.refresh()
 
@@ -314,6 +319,7 @@ class ToolsPage(QWidget):
             problem = self.state.save(lambda p: manage.classify(p, server, entries)[0])
         else:
             problem = self.state.save(lambda p: manage.set_tool(p, server, tools[0], **settings))
+        before = dict(self.failed)
         for tool in tools:
             kept = self.failed.pop((server, tool), None)
             chosen = kept[0] if kept else {}
@@ -321,8 +327,8 @@ class ToolsPage(QWidget):
                 self.failed[(server, tool)] = ({**chosen, **settings}, problem)
             elif kept and (left := {k: v for k, v in chosen.items() if k not in settings}):
                 self.failed[(server, tool)] = (left, kept[1])  # the rest is still not saved
-        if problem is not None and not problem.saved:
-            self.refresh()  # the list marks them not saved; the boxes keep the choice
+        if self.failed != before:
+            self.refresh()  # the list marks what is not saved; the boxes keep the choice
         return problem
 
     def _set(self, said: str, **settings: object) -> str:
@@ -361,7 +367,7 @@ class ToolsPage(QWidget):
         """Save again what was chosen for the selected tool and not saved."""
         tool = self.selected()
         chosen = self.failed.get((self.server_name(), tool or ""), ({}, None))[0]
-        return self._set("is saved as you chose", **chosen) if chosen else ""
+        return self._set("now has what you chose", **chosen) if chosen else ""
 
     def classify_selected(self) -> str:
         """Give every selected tool the class chosen below the list, in one write."""
@@ -422,7 +428,7 @@ class ToolsPage(QWidget):
             said.append(f"the parameters of {self._shown[1]} are changed and not saved")
         if self.failed:
             names = ", ".join(f"{s}/{t}" for s, t in self.failed)
-            said.append(f"the class chosen for {names} could not be saved")
+            said.append(f"what you chose for {names} could not be saved")
         return "; ".join(said)
 
     def may_leave(self, closing: bool = False) -> bool:

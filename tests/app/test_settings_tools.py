@@ -178,6 +178,9 @@ def test_a_class_that_cannot_be_saved_is_kept_said_in_words_and_saved_on_try_aga
     row = next(r for r in range(page.table.rowCount()) if page.table.item(r, 0).text() == "tool_0")
     assert page.table.item(row, 2).text() == "local change (not saved)"
     assert page.detail.retry.isVisibleTo(page)
+    answer(page, QMessageBox.StandardButton.Cancel)
+    window.close()
+    assert window.isVisible()  # closing asked first, and the window stayed
 
     path.write_bytes(good)  # put back as recorded
     assert page.retry_class() == ""
