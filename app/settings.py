@@ -110,6 +110,20 @@ class Problem:
         return f"{self.words} [{self.name}]"
 
 
+def say_not_saved(label: QLabel, problem: Problem) -> None:
+    """Why a choice was not saved, in words; the error's name in the tooltip."""
+    label.setText(f"Not saved: {problem.words}." if not problem.saved else f"{problem.words}.")
+    label.setToolTip(str(problem))
+    label.setStyleSheet("color: #b00020;")
+
+
+def say(label: QLabel, text: str) -> None:
+    """What happened, after a problem was said on ``label``."""
+    label.setText(text)
+    label.setToolTip("")
+    label.setStyleSheet("")
+
+
 class SettingsWindow(QDialog):
     def __init__(
         self, config_path: Path, store: Store | None = None, parent: QWidget | None = None

@@ -20,9 +20,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.settings import Problem, SettingsState, say, say_not_saved
 from core import canonical
-from core.errors import JSONRefused
+from core.errors import JSONRefused, SchemaRefused
+from core.proxy import manage
 from core.proxy.config import ToolConfig
+from core.proxy.pins import rewrite_schema
 
 
 def parse_fixed(text: str) -> object:
@@ -107,6 +110,26 @@ class ParametersBox(QWidget):
     def saved(self) -> None:
         """What is shown is now what is saved."""
         self._given = self.values()
+
+    def save(self, state: SettingsState, server: str, tool: str, schema: object) -> Problem | None:
+        """Save what is shown as ``tool``'s parameters (checked against its input ``schema``
+        when it is listed); None when saved, or when nothing changed."""
+        fixed, deny = self.values()
+        problem = None
+        if isinstance(schema, dict) and (fixed or deny):
+            try:
+                rewrite_schema(schema, [*fixed, *deny])
+            except SchemaRefused as e:
+                problem = Problem.of(e)
+        if problem is None and self.dirty:
+            problem = state.save(lambda p: manage.set_tool(p, server, tool, fixed=fixed, deny=deny))
+            if problem is None or problem.saved:
+                self.saved()
+        if problem is not None and not problem.saved:
+            say_not_saved(self.message, problem)
+            return problem
+        say(self.message, "Saved.")
+        return None
 
     def _edited(self, *_: object) -> None:
         if not self._showing:

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import tool_states
-from app.settings import Problem
+from app.settings import Problem, say, say_not_saved
 from app.settings_parameters import ParametersBox
 from app.words import class_words
 from core.marks import visible
@@ -61,19 +61,6 @@ def class_box(unclassified: str | None) -> QComboBox:
         box.addItem(class_words(s), s.value)
         box.setItemData(box.count() - 1, s.value, Qt.ItemDataRole.ToolTipRole)
     return box
-
-
-def say_not_saved(label: QLabel, problem: Problem) -> None:
-    """Why a choice was not saved, in words; the error's name in the tooltip."""
-    label.setText(f"Not saved: {problem.words}." if not problem.saved else f"{problem.words}.")
-    label.setToolTip(str(problem))
-    label.setStyleSheet("color: #b00020;")
-
-
-def say(label: QLabel, text: str) -> None:
-    label.setText(text)
-    label.setToolTip("")
-    label.setStyleSheet("")
 
 
 class ToolDetail(QScrollArea):

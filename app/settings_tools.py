@@ -40,17 +40,15 @@ from PySide6.QtWidgets import (
 
 from app import tool_states
 from app.diffview import RepinDialog
-from app.settings import Problem, SettingsState
+from app.settings import Problem, SettingsState, say, say_not_saved
 from app.settings_instructions import InstructionsBox
 from app.settings_parameters import parse_fixed
-from app.settings_tool_detail import ToolDetail, class_box, say, say_not_saved, server_side
+from app.settings_tool_detail import ToolDetail, class_box, server_side
 from app.widgets import message_label, row_table
 from app.words import class_words
-from core import paths
-from core.errors import SchemaRefused
-from core.proxy import classifying, manage, pindiff, pinstore, status
+from core.proxy import classifying, manage, pindiff, pinstore
 from core.proxy.config import ToolConfig
-from core.proxy.pins import ListedTool, evaluate, rewrite_schema
+from core.proxy.pins import ListedTool, evaluate
 from core.tools import SideEffect
 
 __all__ = ["ToolsPage", "parse_fixed", "server_side"]
@@ -101,7 +99,7 @@ class ToolsPage(QWidget):
         split.addWidget(self.detail)
         split.setSizes([380, 620])
         layout.addWidget(split, 1)
-        state.changed.connect(self._changed)
+        state.changed.connect(self._fill_servers)
         state.listed.connect(self._listed)
         self._fill_servers()
 
@@ -156,12 +154,7 @@ class ToolsPage(QWidget):
         self.refresh()
 
     def tally(self, name: str) -> tool_states.Tally | None:
-        server = self.state.config.servers.get(name)
-        if server is None:
-            return None
-        listing = self.state.listings.get(name)
-        last = None if listing else status.read(paths.data_dir() / "status", name)
-        return tool_states.tally(server, listing, last)
+        return tool_states.of_server(self.state.config, self.state.listings, name)
 
     def _show_counts(self) -> None:
         for i in range(self.server.count()):
@@ -179,9 +172,6 @@ class ToolsPage(QWidget):
             self.server.setCurrentIndex(index)
         if name not in self.state.listings:
             self._connect()
-
-    def _changed(self) -> None:
-        self._fill_servers()
 
     def _listed(self, name: str) -> None:
         if name == self.server_name():
@@ -399,27 +389,10 @@ class ToolsPage(QWidget):
         if self._shown is None:
             return "no tool selected"
         server, tool = self._shown
-        fixed, deny = self.detail.params.values()
         listed = next((r[1] for r in self.rows() if r[0] == tool), None)
-        error = ""
-        if listed is not None and (fixed or deny):
-            try:
-                rewrite_schema(listed.input_schema, [*fixed, *deny])
-            except SchemaRefused as e:
-                error = str(Problem.of(e))
-                say_not_saved(self.detail.params.message, Problem.of(e))
-        if not error and self.detail.params.dirty:
-            problem = self.state.save(
-                lambda p: manage.set_tool(p, server, tool, fixed=fixed, deny=deny)
-            )
-            if problem is not None and not problem.saved:
-                say_not_saved(self.detail.params.message, problem)
-                return str(problem)
-            self.detail.params.saved()
-        if not error:
-            self.detail.params.message.setStyleSheet("")
-            self.detail.params.message.setText("Saved.")
-        return error
+        schema = listed.input_schema if listed else None
+        problem = self.detail.params.save(self.state, server, tool, schema)
+        return "" if problem is None else str(problem)
 
     def unsaved(self) -> str:
         """What is not saved, in words, or ""."""

@@ -15,11 +15,13 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.words import class_words
+from core import paths
 from core.proxy import status
-from core.proxy.config import ServerConfig
+from core.proxy.config import Config, ServerConfig
 from core.proxy.pins import Listing, ToolState, conflict, evaluate
 from core.tools import SideEffect
 
@@ -91,6 +93,16 @@ def tally(
     if last is not None and last.tools:
         return from_status(server, last)
     return None
+
+
+def of_server(config: Config, listings: Mapping[str, Listing], name: str) -> Tally | None:
+    """The counts of server ``name``: from its listing here, else its last connection's."""
+    server = config.servers.get(name)
+    if server is None:
+        return None
+    listing = listings.get(name)
+    last = None if listing else status.read(paths.data_dir() / "status", name)
+    return tally(server, listing, last)
 
 
 def offered_words(state: ToolState) -> str:
