@@ -11,13 +11,14 @@ from __future__ import annotations
 import getpass
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog, QLabel, QTabWidget, QVBoxLayout, QWidget
 
-from core.errors import SignoffError
+from core.errors import ConfigChangedOutside, SignoffError
 from core.proxy import config as configuration
 from core.proxy import manage
 from core.proxy.pins import Listing
@@ -53,11 +54,18 @@ class SettingsState(QObject):
 
     def apply(self, change: Callable[[Path], configuration.Config]) -> str:
         """Run one change; "" when saved, else what refused it (and nothing changed)."""
+        problem = self.save(change)
+        return "" if problem is None else str(problem)
+
+    def save(self, change: Callable[[Path], configuration.Config]) -> Problem | None:
+        """Run one change, as the CLI does (``core.proxy.manage``: one write of the file, its
+        configuration recorded, then the change of the rules recorded); None when saved and
+        recorded, else what went wrong (``saved`` says whether the file was written)."""
         before = self.config
         try:
             after = change(self.config_path)
         except (SignoffError, ValueError) as e:
-            return f"{e} [{type(e).__name__}]"
+            return Problem.of(e)
         self.config = after
         if self.store is not None:
             try:
@@ -67,9 +75,53 @@ class SettingsState(QObject):
             except SignoffError as e:  # saved, but not recorded: say so
                 log.warning("the policy change was saved but not recorded: %s", e)
                 self.changed.emit()
-                return f"saved, but not recorded in the history: {e} [{type(e).__name__}]"
+                return Problem.of(e, saved=True)
         self.changed.emit()
-        return ""
+        return None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a change was refused (or, ``saved``, kept out of the history): ``words`` for the
+    window, ``name`` (the error's) for a tooltip. ``str()`` gives both, as ``apply`` did."""
+
+    words: str
+    name: str
+    saved: bool = False
+
+    @classmethod
+    def of(cls, error: Exception, saved: bool = False) -> Problem:
+        if isinstance(error, ConfigChangedOutside):
+            from app.config_outside import TITLE
+
+            words = (
+                "the configuration file was changed by something other than Signoff's own"
+                " windows and commands, and Signoff does not write over it: accept or restore"
+                f' it from the tray menu ("{TITLE}"), or, if it was changed just now by another'
+                " change, try again"
+            )
+        else:
+            words = str(error)
+        if saved:
+            words = f"saved, but not recorded in the history: {words}"
+        return cls(words, type(error).__name__, saved)
+
+    def __str__(self) -> str:
+        return f"{self.words} [{self.name}]"
+
+
+def say_not_saved(label: QLabel, problem: Problem) -> None:
+    """Why a choice was not saved, in words; the error's name in the tooltip."""
+    label.setText(f"Not saved: {problem.words}." if not problem.saved else f"{problem.words}.")
+    label.setToolTip(str(problem))
+    label.setStyleSheet("color: #b00020;")
+
+
+def say(label: QLabel, text: str) -> None:
+    """What happened, after a problem was said on ``label``."""
+    label.setText(text)
+    label.setToolTip("")
+    label.setStyleSheet("")
 
 
 class SettingsWindow(QDialog):
@@ -120,5 +172,13 @@ class SettingsWindow(QDialog):
         self.tabs.setCurrentWidget(self.tools)
 
     def closeEvent(self, event: Any) -> None:
+        if not self.tools.may_leave(closing=True):  # something not saved: asked first
+            event.ignore()
+            return
         self.servers.cancel_tests()
         super().closeEvent(event)
+
+    def reject(self) -> None:
+        """Escape, or the close button: asks first when something is not saved."""
+        if self.tools.may_leave(closing=True):
+            super().reject()

@@ -1,63 +1,61 @@
-"""The tools page: each tool of a server with its description, schema, annotations, pin and
-class; pinning (with a diff of what changed), classifying, fixed and denied parameters, and
-annotation conflicts with their two resolutions."""
+"""The tools page: each tool of a server with its pin, class, rule, description, schema and
+hints; pinning (with a diff of what changed), classifying one tool or several at once, the
+server's suggested class, fixed and denied parameters, and annotation conflicts with their two
+resolutions.
+
+Rules (decision 0041):
+
+1. A choice of class, rule or overrule is saved as it is made, as Pin is, by the CLI's own code
+   (``core.proxy.manage``: one write of the file, its configuration recorded, the change of the
+   rules recorded). Several tools selected are classified in one write
+   (``manage.classify``, all or none).
+2. A choice that cannot be saved is kept in the page, shown with why in words (the error's name
+   in the tooltip), marked "not saved" in the list, and tried again on request; the file is as
+   it was. Closing the window with such a choice asks.
+3. Fixed and denied parameters are saved with their own button; leaving the tool, the server or
+   the window with them changed and not saved asks: save, discard, or stay.
+4. The server's hints are shown as a suggestion the operator applies with one click, never
+   applied on their own (core/proxy/classifying.py rule 5).
+5. Each server in the picker, and the page's header, count its tools offered and waiting for
+   the operator (app/tool_states.py).
+"""
 
 from __future__ import annotations
 
-import json
+import re
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtWidgets import (
-    QCheckBox,
+    QAbstractItemView,
     QComboBox,
-    QFormLayout,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
-    QPlainTextEdit,
+    QMessageBox,
     QPushButton,
-    QScrollArea,
     QSplitter,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from app import tool_states
 from app.diffview import RepinDialog
-from app.settings import SettingsState
+from app.settings import Problem, SettingsState, say, say_not_saved
 from app.settings_instructions import InstructionsBox
+from app.settings_parameters import parse_fixed
+from app.settings_tool_detail import ToolDetail, class_box, server_side
 from app.widgets import message_label, row_table
-from core import canonical
-from core.errors import JSONRefused, SchemaRefused
-from core.marks import visible
-from core.policy import Rule
-from core.proxy import manage, pindiff, pinstore
+from app.words import class_words
+from core.proxy import classifying, manage, pindiff, pinstore
 from core.proxy.config import ToolConfig
-from core.proxy.pins import REPIN_TO_FORWARD, ListedTool, ToolState, evaluate, rewrite_schema
+from core.proxy.pins import ListedTool, evaluate
 from core.tools import SideEffect
 
+__all__ = ["ToolsPage", "parse_fixed", "server_side"]
+
 COLUMNS = ("Tool", "Pin", "Class", "Offered to hosts")
-
-
-def _mono() -> QFont:
-    return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-
-
-def server_side(annotations: dict[str, object]) -> SideEffect:
-    """The class the server's explicit hints claim: the least a conflict can be resolved to."""
-    if annotations.get("destructiveHint") is True:
-        return SideEffect.DESTRUCTIVE
-    return SideEffect.LOCAL_MUTATION
-
-
-def parse_fixed(text: str) -> object:
-    """A fixed value as typed: JSON when it reads as JSON, otherwise the text as a string."""
-    try:
-        return canonical.loads(text)
-    except JSONRefused:
-        return text
+NAMED = re.compile(r"\s*\[\w+\]$")  # "... [UpstreamStartFailed]": an error's name at the end
+Button = QMessageBox.StandardButton
 
 
 class ToolsPage(QWidget):
@@ -65,13 +63,19 @@ class ToolsPage(QWidget):
         super().__init__()
         self.state = state
         self.repin_dialog: RepinDialog | None = None
+        self.question: QMessageBox | None = None  # the question asked before leaving (rule 3)
         self._repinning: ListedTool | None = None  # the tool the repin dialog shows
+        # Choices not saved (rule 2): (server, tool) -> (the settings chosen, why not saved).
+        self.failed: dict[tuple[str, str], tuple[dict[str, object], Problem]] = {}
+        self._shown: tuple[str, str] | None = None  # the tool whose settings the detail shows
+        self._server_shown = ""
+        self._settling = False  # the page itself is changing the selection or the boxes
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         top.addWidget(QLabel("Server"))
         self.server = QComboBox()
         # Bound methods, not lambdas holding self (see app/tray.py).
-        self.server.currentTextChanged.connect(self._server_changed)
+        self.server.currentIndexChanged.connect(self._server_changed)
         top.addWidget(self.server, 1)
         self.connect_button = QPushButton("Connect and list tools")
         self.connect_button.clicked.connect(self._connect)
@@ -80,158 +84,118 @@ class ToolsPage(QWidget):
         self.pin_all_button.clicked.connect(self.pin_all_new)
         top.addWidget(self.pin_all_button)
         layout.addLayout(top)
+        self.counts = QLabel()
+        self.counts.setWordWrap(True)
+        layout.addWidget(self.counts)
         self.message = message_label()
         layout.addWidget(self.message)
         self.instructions = InstructionsBox(state)
         layout.addWidget(self.instructions)
 
         split = QSplitter()
-        self.table = row_table(COLUMNS)
-        self.table.itemSelectionChanged.connect(self._show_selected)
-        split.addWidget(self.table)
-        split.addWidget(self._detail())
-        split.setSizes([330, 670])
+        split.addWidget(self._list())
+        self.detail = ToolDetail()
+        self._connect_detail(self.detail)
+        split.addWidget(self.detail)
+        split.setSizes([380, 620])
         layout.addWidget(split, 1)
-        state.changed.connect(self._changed)
+        state.changed.connect(self._fill_servers)
         state.listed.connect(self._listed)
         self._fill_servers()
 
     # --- layout ----------------------------------------------------------------------------
 
-    def _detail(self) -> QWidget:
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        body = QWidget()
-        form = self.form = QFormLayout(body)
-        self.title = QLabel()
-        self.title.setStyleSheet("font-weight: bold;")
-        form.addRow(self.title)
-        self.availability = QLabel()
-        self.availability.setWordWrap(True)
-        form.addRow("Offered", self.availability)
-        self.tool_title = QLabel()
-        self.tool_title.setWordWrap(True)
-        form.addRow("Title", self.tool_title)
-        self.description = QPlainTextEdit()
-        self.description.setReadOnly(True)
-        self.description.setMaximumHeight(110)
-        form.addRow("Description", self.description)
-        self.annotations = QLabel()
-        self.annotations.setWordWrap(True)
-        form.addRow("Server's hints", self.annotations)
-        self.schema = QPlainTextEdit()
-        self.schema.setReadOnly(True)
-        self.schema.setFont(_mono())
-        self.schema.setMinimumHeight(140)
-        form.addRow("Input schema", self.schema)
-        self.output_schema = QPlainTextEdit()
-        self.output_schema.setReadOnly(True)
-        self.output_schema.setFont(_mono())
-        self.output_schema.setMaximumHeight(110)
-        form.addRow("Output schema", self.output_schema)
+    def _list(self) -> QWidget:
+        box = QWidget()
+        layout = QVBoxLayout(box)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.table = row_table(COLUMNS)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+        layout.addWidget(self.table, 1)
+        bulk = QHBoxLayout()
+        bulk.addWidget(QLabel("Selected tools:"))
+        self.bulk_class = class_box(None)
+        bulk.addWidget(self.bulk_class, 1)
+        self.bulk_button = QPushButton("Classify")
+        self.bulk_button.setToolTip("Give every selected tool this class, in one change")
+        self.bulk_button.clicked.connect(self.classify_selected)
+        bulk.addWidget(self.bulk_button)
+        layout.addLayout(bulk)
+        return box
 
-        pin_row = QHBoxLayout()
-        self.pin_state = QLabel()
-        self.pin_button = QPushButton("Pin")
-        self.pin_button.clicked.connect(self.pin_selected)
-        pin_row.addWidget(self.pin_state, 1)
-        pin_row.addWidget(self.pin_button)
-        form.addRow("Pin", pin_row)
+    def _connect_detail(self, detail: ToolDetail) -> None:
+        detail.side_effect.currentIndexChanged.connect(self._class_chosen)
+        detail.policy.currentIndexChanged.connect(self._rule_chosen)
+        detail.overrule.toggled.connect(self._overrule_chosen)
+        detail.use_suggestion.clicked.connect(self.apply_suggestion)
+        detail.retry.clicked.connect(self.retry_class)
+        detail.pin_button.clicked.connect(self.pin_selected)
+        detail.take_server_class.clicked.connect(self.resolve_with_server)
+        detail.keep_my_class.clicked.connect(self.resolve_with_mine)
+        detail.params.save_button.clicked.connect(self.save)
 
-        self.conflict = QWidget()
-        conflict_layout = QVBoxLayout(self.conflict)
-        conflict_layout.setContentsMargins(0, 0, 0, 0)
-        self.conflict_text = QLabel()
-        self.conflict_text.setWordWrap(True)
-        self.conflict_text.setStyleSheet("color: #b00020;")
-        conflict_layout.addWidget(self.conflict_text)
-        resolutions = QHBoxLayout()
-        self.take_server_class = QPushButton()
-        self.take_server_class.clicked.connect(self.resolve_with_server)
-        self.keep_my_class = QPushButton()
-        self.keep_my_class.clicked.connect(self.resolve_with_mine)
-        resolutions.addWidget(self.take_server_class)
-        resolutions.addWidget(self.keep_my_class)
-        resolutions.addStretch(1)
-        conflict_layout.addLayout(resolutions)
-        form.addRow("Conflict", self.conflict)
+    # --- the server picker and its counts (rule 5) -----------------------------------------
 
-        self.side_effect = QComboBox()
-        self.side_effect.addItem("unclassified: not offered", None)
-        for s in SideEffect:
-            self.side_effect.addItem(s.value, s.value)
-        form.addRow("Class", self.side_effect)
-        self.policy = QComboBox()
-        self.policy.addItem("the class's rule", None)
-        for r in Rule:
-            self.policy.addItem(f"always {r.value}", r.value)
-        form.addRow("Policy for this tool", self.policy)
-        self.fixed = QTableWidget(0, 2)
-        self.fixed.setHorizontalHeaderLabels(("Parameter", "Value (JSON or text)"))
-        self.fixed.horizontalHeader().setStretchLastSection(True)
-        self.fixed.verticalHeader().setVisible(False)
-        self.fixed.setMaximumHeight(120)
-        fixed_buttons = QHBoxLayout()
-        add_fixed = QPushButton("Add")
-        add_fixed.clicked.connect(self._add_fixed_row)
-        remove_fixed = QPushButton("Remove")
-        remove_fixed.clicked.connect(self._remove_fixed_row)
-        fixed_buttons.addWidget(add_fixed)
-        fixed_buttons.addWidget(remove_fixed)
-        fixed_buttons.addStretch(1)
-        fixed_box = QVBoxLayout()
-        fixed_box.addWidget(self.fixed)
-        fixed_box.addLayout(fixed_buttons)
-        form.addRow("Fixed parameters\n(set by Signoff,\nhidden from the model)", fixed_box)
-        self.deny = QLineEdit()
-        self.deny.setPlaceholderText("names, separated by spaces; a call setting one fails")
-        form.addRow("Denied parameters", self.deny)
-        self.overrule = QCheckBox("Keep my class even where the server's hints disagree")
-        form.addRow("", self.overrule)
-        save_row = QHBoxLayout()
-        self.save_button = QPushButton("Save tool settings")
-        self.save_button.clicked.connect(self.save)
-        self.save_message = QLabel()
-        self.save_message.setWordWrap(True)
-        save_row.addWidget(self.save_button)
-        save_row.addWidget(self.save_message, 1)
-        form.addRow(save_row)
-        scroll.setWidget(body)
-        return scroll
-
-    # --- what is shown ---------------------------------------------------------------------
+    def server_name(self) -> str:
+        return str(self.server.currentData() or "")
 
     def _fill_servers(self) -> None:
-        current = self.server.currentText()
+        current = self.server_name()
+        names = list(self.state.config.servers)
         self.server.blockSignals(True)
-        self.server.clear()
-        self.server.addItems(list(self.state.config.servers))
-        index = self.server.findText(current)
-        self.server.setCurrentIndex(max(index, 0))
+        if [self.server.itemData(i) for i in range(self.server.count())] != names:
+            self.server.clear()
+            for name in names:
+                self.server.addItem(name, name)
+        self.server.setCurrentIndex(max(self.server.findData(current), 0))
         self.server.blockSignals(False)
+        self._server_shown = self.server_name()
         self.refresh()
 
+    def tally(self, name: str) -> tool_states.Tally | None:
+        return tool_states.of_server(self.state.config, self.state.listings, name)
+
+    def _show_counts(self) -> None:
+        for i in range(self.server.count()):
+            name = str(self.server.itemData(i))
+            counted = self.tally(name)
+            self.server.setItemText(
+                i, f"{name}: {counted.short() if counted else 'not listed yet'}"
+            )
+        counted = self.tally(self.server_name())
+        self.counts.setText(counted.long() if counted else "")
+
     def select_server(self, name: str) -> None:
-        index = self.server.findText(name)
+        index = self.server.findData(name)
         if index >= 0:
             self.server.setCurrentIndex(index)
         if name not in self.state.listings:
             self._connect()
 
-    def _changed(self) -> None:
-        self._fill_servers()
-
     def _listed(self, name: str) -> None:
-        if name == self.server.currentText():
-            error = self.state.errors.get(name)
-            self.message.setText(f"Could not connect: {error}" if error else "")
+        if name == self.server_name():
+            error = self.state.errors.get(name, "")
+            words = NAMED.sub("", error)  # the error's name in the tooltip only
+            self.message.setText(f"Could not connect: {words}" if error else "")
+            self.message.setToolTip(error)
             self.connect_button.setEnabled(True)
-            self.refresh()
+        self.refresh()
+
+    def _server_changed(self, _index: int) -> None:
+        if self.server_name() != self._server_shown and not self.may_leave():
+            self.server.blockSignals(True)
+            self.server.setCurrentIndex(max(self.server.findData(self._server_shown), 0))
+            self.server.blockSignals(False)
+            return
+        self._server_shown = self.server_name()
+        self.refresh()
+
+    # --- the list --------------------------------------------------------------------------
 
     def rows(self) -> list[tuple[str, ListedTool | None, ToolConfig | None]]:
         """Each tool of the server: listed now, configured, or both."""
-        name = self.server.currentText()
+        name = self.server_name()
         server = self.state.config.servers.get(name)
         listing = self.state.listings.get(name)
         configured = dict(server.tools) if server else {}
@@ -241,18 +205,9 @@ class ToolsPage(QWidget):
         rows += [(tool, None, cfg) for tool, cfg in sorted(configured.items())]
         return rows
 
-    def _server_changed(self, _name: str) -> None:
-        self.refresh()
-
-    def _add_fixed_row(self) -> None:
-        self.fixed.insertRow(self.fixed.rowCount())
-
-    def _remove_fixed_row(self) -> None:
-        self.fixed.removeRow(self.fixed.currentRow())
-
     def refresh(self) -> None:
-        selected = self.selected()
-        name = self.server.currentText()
+        chosen = self.selected_tools()
+        name = self.server_name()
         listing = self.state.listings.get(name)
         if not name:
             self.message.setText("No server yet: add one on the Servers page.")
@@ -262,37 +217,66 @@ class ToolsPage(QWidget):
             )
         self.instructions.show_server(name)
         rows = self.rows()
+        self._settling = True
         self.table.setRowCount(len(rows))
         for n, (tool, listed, cfg) in enumerate(rows):
             state = evaluate(listed, cfg) if listed else None
             pin = state.status if state else ("not listed now" if listing else "?")
-            side = cfg.side_effect.value if cfg and cfg.side_effect else "unclassified"
-            offered = "yes" if state and state.available else (state.reason if state else "-")
+            side = tool_states.class_text(cfg.side_effect if cfg else None)
+            unsaved = self.failed.get((name, tool), ({}, None))[0]
+            if "side_effect" in unsaved:
+                side = f"{tool_states.class_text(_side(unsaved['side_effect']))} (not saved)"
+            offered = tool_states.offered_words(state) if state else "-"
             for c, text in enumerate((tool, pin, side, offered)):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)
-                if c == 3 and state and not state.available:
+                if (c == 3 and state and not state.available) or "(not saved)" in text:
                     item.setForeground(Qt.GlobalColor.darkRed)
                 self.table.setItem(n, c, item)
         self.table.resizeColumnToContents(0)
+        self.select_tools(chosen)
+        self._settling = False
         new = [t for t, listed, cfg in rows if listed and (cfg is None or cfg.pin is None)]
         self.pin_all_button.setEnabled(bool(new))
         self.connect_button.setEnabled(bool(name))
-        if selected:
-            self.select_tool(selected)
+        self._show_counts()
         self._show_selected()
 
-    def selected(self) -> str | None:
-        rows = self.table.selectionModel().selectedRows()
-        item = self.table.item(rows[0].row(), 0) if rows else None
-        return item.text() if item else None
+    def selected_tools(self) -> list[str]:
+        """The tools selected, in the list's order."""
+        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
+        items = [self.table.item(row, 0) for row in rows]
+        return [item.text() for item in items if item is not None]
 
-    def select_tool(self, tool: str) -> None:
+    def selected(self) -> str | None:
+        """The tool selected, when one is."""
+        tools = self.selected_tools()
+        return tools[0] if len(tools) == 1 else None
+
+    def select_tools(self, tools: list[str]) -> None:
+        self.table.clearSelection()
+        model = self.table.selectionModel()
+        flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
         for n in range(self.table.rowCount()):
             item = self.table.item(n, 0)
-            if item and item.text() == tool:
-                self.table.selectRow(n)
-                return
+            if item and item.text() in tools:
+                model.select(self.table.model().index(n, 0), flags)
+
+    def select_tool(self, tool: str) -> None:
+        self.select_tools([tool])
+
+    def _selection_changed(self) -> None:
+        if self._settling:
+            return
+        shown = self._shown
+        if shown is not None and self.selected_tools() != [shown[1]] and not self.may_leave():
+            self._settling = True
+            self.select_tools([shown[1]])
+            self._settling = False
+            return
+        self._show_selected()
+
+    # --- the detail ------------------------------------------------------------------------
 
     def _current(self) -> tuple[str, ListedTool | None, ToolConfig | None] | None:
         tool = self.selected()
@@ -300,93 +284,160 @@ class ToolsPage(QWidget):
 
     def _show_selected(self) -> None:
         current = self._current()
-        editable = current is not None
-        for widget in (self.side_effect, self.policy, self.fixed, self.deny, self.overrule,
-                       self.save_button):  # fmt: skip
-            widget.setEnabled(editable)
-        self.save_message.setText("")
+        tools = self.selected_tools()
+        self.bulk_button.setEnabled(bool(tools))
+        self.bulk_button.setText(f"Classify {len(tools)} tools" if len(tools) > 1 else "Classify")
         if current is None:
-            self.title.setText("Select a tool")
-            for text in (self.description, self.schema, self.output_schema):
-                text.setPlainText("")
-            self.tool_title.setText("")
-            self.availability.setText("")
-            self.annotations.setText("")
-            self.pin_state.setText("")
-            self.pin_button.setEnabled(False)
-            self.conflict.setVisible(False)
-            self.form.setRowVisible(self.conflict, False)
+            self._shown = None
+            self.detail.show_nothing(tools)
             return
-        tool, listed, cfg = current
-        cfg = cfg or ToolConfig()
-        state = evaluate(listed, cfg) if listed else None
-        self.title.setText(f"{self.server.currentText()} / {tool}")
-        self.tool_title.setText(visible(listed.title) if listed and listed.title else "none")
-        self.description.setPlainText(listed.description if listed else "")
-        for text, schema in (
-            (self.schema, listed.input_schema if listed else None),
-            (self.output_schema, listed.output_schema if listed else None),
-        ):
-            shown = json.dumps(schema, indent=2, ensure_ascii=False) if schema is not None else ""
-            text.setPlainText(shown)
-        hints = listed.annotations if listed else {}
-        self.annotations.setText(
-            ", ".join(f"{k}: {json.dumps(v)}" for k, v in hints.items()) or "none"
-        )
-        self.availability.setText(
-            "yes" if state and state.available
-            else (f"no: {state.reason}" if state else "the server does not list it now")
-        )  # fmt: skip
-        self._show_pin(state)
-        self._show_conflict(state, cfg)
-        self.side_effect.setCurrentIndex(
-            max(self.side_effect.findData(cfg.side_effect.value if cfg.side_effect else None), 0)
-        )
-        self.policy.setCurrentIndex(
-            max(self.policy.findData(cfg.policy.value if cfg.policy else None), 0)
-        )
-        self.fixed.setRowCount(0)
-        for name, value in cfg.fixed.items():
-            row = self.fixed.rowCount()
-            self.fixed.insertRow(row)
-            self.fixed.setItem(row, 0, QTableWidgetItem(name))
-            self.fixed.setItem(row, 1, QTableWidgetItem(canonical.dumps_text(value)))
-        self.deny.setText(" ".join(cfg.deny))
-        self.overrule.setChecked(cfg.overrule_annotations)
+        shown = (self.server_name(), current[0])
+        chosen, problem = self.failed.get(shown, ({}, None))
+        self.detail.show_tool(shown[0], current, chosen, problem, again=shown == self._shown)
+        self._shown = shown
 
-    def _show_pin(self, state: ToolState | None) -> None:
-        if state is None:
-            self.pin_state.setText("connect to the server to pin this tool")
-            self.pin_button.setEnabled(False)
-            return
-        review = state.status == "changed" or state.repin_to_forward
-        self.pin_button.setEnabled(state.status != "pinned" or state.repin_to_forward)
-        self.pin_state.setText({
-            "new": "not pinned yet: read the description and schema, then pin",
-            "pinned": f"pinned, unchanged ({state.pinned_as[:16]}…)"
-            + (f"; pinned before titles and output schemas were: {REPIN_TO_FORWARD}"
-               if state.repin_to_forward else ""),
-            "changed": "CHANGED since you pinned it: review what changed before re-pinning",
-        }[state.status])  # fmt: skip
-        self.pin_button.setText("Review changes…" if review else "Pin")
+    # --- saved as made (rules 1 and 2) -----------------------------------------------------
 
-    def _show_conflict(self, state: ToolState | None, cfg: ToolConfig) -> None:
-        clash = state.conflict if state else ""
-        self.conflict.setVisible(bool(clash))
-        self.form.setRowVisible(self.conflict, bool(clash))
-        if not clash or state is None or cfg.side_effect is None:
-            return
-        theirs = server_side(state.tool.annotations)
-        overruled = " (you overruled the hints: it is offered)" if cfg.overrule_annotations else ""
-        self.conflict_text.setText(f"{clash[0].upper()}{clash[1:]}.{overruled}")
-        self.take_server_class.setText(f"Classify it {theirs.value}")
-        self.keep_my_class.setText(f"Keep {cfg.side_effect.value}: overrule the server's hints")
-        self.keep_my_class.setEnabled(not cfg.overrule_annotations)
+    def _save_settings(self, tools: list[str], settings: dict[str, object]) -> Problem | None:
+        """Save ``settings`` for ``tools`` in one write: a class for any number of tools by
+        ``manage.classify`` (all or none), anything else for one tool by ``manage.set_tool``.
+        What cannot be saved is kept, with why (rule 2)."""
+        server = self.server_name()
+        value = settings.get("side_effect")
+        if list(settings) == ["side_effect"] and value is not None:
+            entries = [(tool, str(value)) for tool in tools]
+            problem = self.state.save(lambda p: manage.classify(p, server, entries)[0])
+        else:
+            problem = self.state.save(lambda p: manage.set_tool(p, server, tools[0], **settings))
+        before = dict(self.failed)
+        for tool in tools:
+            kept = self.failed.pop((server, tool), None)
+            chosen = kept[0] if kept else {}
+            if problem is not None and not problem.saved:
+                self.failed[(server, tool)] = ({**chosen, **settings}, problem)
+            elif kept and (left := {k: v for k, v in chosen.items() if k not in settings}):
+                self.failed[(server, tool)] = (left, kept[1])  # the rest is still not saved
+        if self.failed != before:
+            self.refresh()  # the list marks what is not saved; the boxes keep the choice
+        return problem
 
-    # --- actions ---------------------------------------------------------------------------
+    def _set(self, said: str, **settings: object) -> str:
+        """Save ``settings`` for the selected tool; "" when saved, else why not."""
+        tool = self.selected()
+        if tool is None:
+            return "no tool selected"
+        problem = self._save_settings([tool], settings)
+        if problem is not None:
+            say_not_saved(self.detail.class_message, problem)
+            return str(problem)
+        say(self.detail.class_message, f"Saved: {tool} {said}.")
+        return ""
+
+    def choose_class(self, value: str | None) -> str:
+        """Classify the selected tool as ``value`` (None: no class); "" when saved."""
+        side_effect = _side(value)
+        said = f"the class {class_words(side_effect)}" if side_effect else "no class: not offered"
+        return self._set(f"now has {said}", side_effect=value)
+
+    def _class_chosen(self, _index: int) -> None:
+        if not self.detail.settling:
+            self.choose_class(self.detail.side_effect.currentData())
+
+    def _rule_chosen(self, _index: int) -> None:
+        if not self.detail.settling:
+            rule = self.detail.policy.currentData()
+            self._set(f"follows {f'always {rule}' if rule else 'its class rule'}", policy=rule)
+
+    def _overrule_chosen(self, checked: bool) -> None:
+        if not self.detail.settling:
+            said = "keeps your class" if checked else "follows the server's hints again"
+            self._set(said, overrule_annotations=checked)
+
+    def retry_class(self) -> str:
+        """Save again what was chosen for the selected tool and not saved."""
+        tool = self.selected()
+        chosen = self.failed.get((self.server_name(), tool or ""), ({}, None))[0]
+        return self._set("now has what you chose", **chosen) if chosen else ""
+
+    def classify_selected(self) -> str:
+        """Give every selected tool the class chosen below the list, in one write."""
+        tools = self.selected_tools()
+        value = str(self.bulk_class.currentData())
+        if not tools:
+            return "no tool selected"
+        problem = self._save_settings(tools, {"side_effect": value})
+        if problem is not None:
+            say_not_saved(self.message, problem)
+            return str(problem)
+        words = class_words(SideEffect(value))
+        say(self.message, f"Saved: {', '.join(tools)} now {_have(tools)} the class {words}.")
+        return ""
+
+    def apply_suggestion(self) -> str:
+        """Classify the selected tool as its server's hints suggest (rule 4)."""
+        current = self._current()
+        listed = current[1] if current else None
+        suggested = classifying.suggested(listed.annotations) if listed else None
+        if suggested is None:
+            return "no suggestion"
+        return self.choose_class(suggested.value)
+
+    # --- the parameters, saved with a button (rule 3) --------------------------------------
+
+    def save(self) -> str:
+        """Save the parameters of the tool shown; "" when saved (or nothing to save)."""
+        if self._shown is None:
+            return "no tool selected"
+        server, tool = self._shown
+        listed = next((r[1] for r in self.rows() if r[0] == tool), None)
+        schema = listed.input_schema if listed else None
+        problem = self.detail.params.save(self.state, server, tool, schema)
+        return "" if problem is None else str(problem)
+
+    def unsaved(self) -> str:
+        """What is not saved, in words, or ""."""
+        said = []
+        if self._shown is not None and self.detail.params.dirty:
+            said.append(f"the parameters of {self._shown[1]} are changed and not saved")
+        if self.failed:
+            names = ", ".join(f"{s}/{t}" for s, t in self.failed)
+            said.append(f"what you chose for {names} could not be saved")
+        return "; ".join(said)
+
+    def may_leave(self, closing: bool = False) -> bool:
+        """Whether the page may show another tool, server, or (``closing``) close: asked when
+        something is not saved (rules 2 and 3)."""
+        params = self._shown is not None and self.detail.params.dirty
+        if not params and not (closing and self.failed):
+            return True
+        said = self.unsaved() if closing else self.unsaved().split("; ")[0]
+        buttons = Button.Discard | Button.Cancel | (Button.Save if params else Button.NoButton)
+        self.question = QMessageBox(
+            QMessageBox.Icon.Question, "Not saved", f"{said[0].upper()}{said[1:]}.", buttons, self
+        )
+        self.question.setInformativeText(
+            "Save them, discard them, or stay here?" if params else "Close anyway?"
+        )
+        self.question.exec()
+        answer = self.question.standardButton(self.question.clickedButton())
+        self.question = None
+        if answer == Button.Save:
+            return self.save() == "" and not self.detail.params.dirty
+        if answer == Button.Discard:
+            if self._shown is not None:
+                cfg = self.state.config.servers.get(self._shown[0])
+                self.detail.params.show_tool(
+                    (cfg.tools.get(self._shown[1]) if cfg else None) or ToolConfig()
+                )
+            if closing:
+                self.failed.clear()
+            return True
+        return False
+
+    # --- pins and conflicts ----------------------------------------------------------------
 
     def _connect(self) -> None:
-        name = self.server.currentText()
+        name = self.server_name()
         window = self.window()
         servers = getattr(window, "servers", None)
         if not name or servers is None:
@@ -394,10 +445,6 @@ class ToolsPage(QWidget):
         self.connect_button.setEnabled(False)
         self.message.setText(f"Starting {name}…")
         servers.test(name)
-
-    def _listed_tool(self) -> ListedTool | None:
-        current = self._current()
-        return current[1] if current else None
 
     def pin_selected(self) -> RepinDialog | None:
         """Pin the selected tool as shown; a changed one shows what changed first."""
@@ -412,7 +459,7 @@ class ToolsPage(QWidget):
             except (pinstore.PinTextAltered, pinstore.PinTextUnreadable) as e:
                 problem = (
                     f"The text kept when you pinned this tool cannot be trusted, so no diff is"
-                    f" shown: {e} [{type(e).__name__}]"
+                    f" shown: {e}"
                 )
                 old = None
             self.repin_dialog = RepinDialog(pindiff.diff(old, listed), self, problem)
@@ -432,74 +479,31 @@ class ToolsPage(QWidget):
         self._pin(new)
 
     def _pin(self, tools: list[ListedTool]) -> None:
-        server = self.server.currentText()
-        error = self.state.apply(lambda p: manage.pin(p, server, tools))
-        names = ", ".join(t.name for t in tools)
-        self.message.setText(f"Not pinned: {error}" if error else f"Pinned {names}.")
-
-    def save(self) -> str:
-        """Save the selected tool's class, rule, fixed and denied parameters; "" when saved."""
-        current = self._current()
-        if current is None:
-            return "no tool selected"
-        tool, listed, _ = current
-        fixed: dict[str, object] = {}
-        for row in range(self.fixed.rowCount()):
-            name_item, value_item = self.fixed.item(row, 0), self.fixed.item(row, 1)
-            name = name_item.text().strip() if name_item else ""
-            if name:
-                fixed[name] = parse_fixed(value_item.text() if value_item else "")
-        deny = self.deny.text().replace(",", " ").split()
-        error = ""
-        if listed is not None and (fixed or deny):
-            try:
-                rewrite_schema(listed.input_schema, [*fixed, *deny])
-            except SchemaRefused as e:
-                error = f"{e} [{type(e).__name__}]"
-        if not error:
-            error = self.state.apply(
-                lambda p: manage.set_tool(
-                    p,
-                    self.server.currentText(),
-                    tool,
-                    side_effect=self.side_effect.currentData(),
-                    policy=self.policy.currentData(),
-                    fixed=fixed,
-                    deny=deny,
-                    overrule_annotations=self.overrule.isChecked(),
-                )
-            )
-        self.select_tool(tool)
-        self.save_message.setText(f"Not saved: {error}" if error else "Saved.")
-        return error
+        server = self.server_name()
+        problem = self.state.save(lambda p: manage.pin(p, server, tools))
+        if problem is not None:
+            self.message.setToolTip(str(problem))
+        self.message.setText(
+            f"Not pinned: {problem.words}"
+            if problem
+            else f"Pinned {', '.join(t.name for t in tools)}."
+        )
 
     def resolve_with_server(self) -> None:
         current = self._current()
         if current is None or current[1] is None:
             return
-        tool, listed, _ = current
-        theirs = server_side(listed.annotations)
-        error = self.state.apply(
-            lambda p: manage.set_tool(
-                p,
-                self.server.currentText(),
-                tool,
-                side_effect=theirs.value,
-                overrule_annotations=False,
-            )
-        )
-        self.select_tool(tool)
-        self.message.setText(f"Not saved: {error}" if error else f"{tool} is now {theirs.value}.")
+        theirs = server_side(current[1].annotations)
+        self._set(f"now has the class {class_words(theirs)}", side_effect=theirs.value,
+                  overrule_annotations=False)  # fmt: skip
 
     def resolve_with_mine(self) -> None:
-        current = self._current()
-        if current is None:
-            return
-        tool = current[0]
-        error = self.state.apply(
-            lambda p: manage.set_tool(p, self.server.currentText(), tool, overrule_annotations=True)
-        )
-        self.select_tool(tool)
-        self.message.setText(
-            f"Not saved: {error}" if error else f"{tool} keeps your class; the hints are overruled."
-        )
+        self._set("keeps your class; the hints are overruled", overrule_annotations=True)
+
+
+def _have(tools: list[str]) -> str:
+    return "have" if len(tools) > 1 else "has"
+
+
+def _side(value: object) -> SideEffect | None:
+    return SideEffect(str(value)) if value else None

@@ -86,23 +86,29 @@ def register(commands: Any) -> None:
     classes = ", ".join(s.value for s in SideEffect)
     p = commands.add_parser(
         "classify",
-        usage="signoff classify NAME TOOL CLASS\n       signoff classify NAME TOOL=CLASS..."
-        " [--rest CLASS | --all CLASS]",
-        help="set tools' side-effect classes: NAME TOOL CLASS, or NAME TOOL=CLASS... in one"
-        " change, all or none; --rest CLASS: every pinned tool with no class yet",
-        description=f"Set the side-effect class ({classes}) of one tool, or of many in one"
-        " change of the configuration, recorded once: all of them, or, when any entry is"
-        " refused, none (each problem is listed). A tool named keeps its own class over --rest"
-        " and --all.",
+        usage="signoff classify NAME TOOL... CLASS\n       signoff classify NAME TOOL=CLASS..."
+        " [--all-unclassified CLASS | --all CLASS]",
+        help="set tools' side-effect classes in one change, all or none: NAME TOOL... CLASS (the"
+        " same class for each), or NAME TOOL=CLASS... (each its own); --all-unclassified CLASS:"
+        " every pinned tool with no class yet",
+        description=f"Set the side-effect class ({classes}) of one tool or of many in one change"
+        " of the configuration, recorded once: all of them, or, when any entry is refused, none"
+        " (each problem is listed). TOOL... CLASS gives each tool named the one class at the"
+        " end; TOOL=CLASS... gives each its own. A line that reads both ways (classify S"
+        " x=read_only destructive: x read only, or a tool named x=read_only made destructive?)"
+        " is refused as ambiguous: give every tool as TOOL=CLASS (a tool named x=read_only is"
+        " x=read_only=destructive), or only tool names then one class. A tool named keeps its"
+        " own class over --all-unclassified and --all.",
     )
     p.add_argument("name", metavar="NAME")
     # REMAINDER, read by classifying.read_words: argparse takes no optional after a "*"
-    # positional (an option between TOOL=CLASS words would be refused).
-    p.add_argument("entries", nargs=argparse.REMAINDER, metavar="TOOL=CLASS",
-                   help="TOOL=CLASS for each tool; or TOOL CLASS for one")  # fmt: skip
+    # positional (an option between the words would be refused).
+    p.add_argument("entries", nargs=argparse.REMAINDER, metavar="TOOL... CLASS | TOOL=CLASS...",
+                   help="tool names then one class, or TOOL=CLASS for each tool")  # fmt: skip
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--rest", metavar="CLASS",
-                       help="every pinned tool that has no class yet and is not named")  # fmt: skip
+    which.add_argument("--all-unclassified", "--rest", dest="rest", metavar="CLASS",
+                       help="every pinned tool that has no class yet and is not named"
+                       " (--rest: the same, its older name)")  # fmt: skip
     which.add_argument("--all", dest="every", metavar="CLASS",
                        help="every pinned tool that is not named, classified or not")  # fmt: skip
     p.set_defaults(func=classify, parser=p)
@@ -347,14 +353,17 @@ def classify(args: argparse.Namespace) -> int:
     if {"-h", "--help"} & set(args.entries):  # after NAME, REMAINDER takes it
         args.parser.print_help()
         return EXIT_OK
-    entries, unread, options = classifying.read_words(args.entries)
-    rest = [*([args.rest] if args.rest is not None else []), *options["--rest"]]
-    every = [*([args.every] if args.every is not None else []), *options["--all"]]
+    words = classifying.read_words(args.entries)
+    rest = [
+        *([args.rest] if args.rest is not None else []),
+        *words.options[classifying.UNCLASSIFIED],
+    ]
+    every = [*([args.every] if args.every is not None else []), *words.options[classifying.EVERY]]
     if len(rest) > 1 or len(every) > 1:
-        return _error("give --rest or --all once")
+        return _error("give --all-unclassified (or --rest) or --all once")
     try:
         before = configuration.load(path)
-        after, classes = manage.classify(path, name, entries, unread=unread,
+        after, classes = manage.classify(path, name, words.entries, problems=words.problems,
                                          rest=rest[0] if rest else None,
                                          every=every[0] if every else None)  # fmt: skip
     except ConfigError as e:

@@ -175,14 +175,14 @@ def classify(
     *,
     rest: str | None = None,
     every: str | None = None,
-    unread: Sequence[str] = (),
+    problems: Sequence[str] = (),
 ) -> tuple[Config, dict[str, SideEffect]]:
     """Classify the tools ``entries`` names, and with ``rest`` or ``every`` the server's other
     pinned tools (core/proxy/classifying.py), in one save: all of them, or (refused) none. The
     plan is made from the file this save edits. Nothing to classify writes nothing."""
     editor = Editor(path)
     config = Config() if editor.read is None else load_text(path, decode(path, editor.read))
-    classes = classifying.plan(config, server, entries, rest=rest, every=every, unread=unread)
+    classes = classifying.plan(config, server, entries, rest=rest, every=every, problems=problems)
     if not classes:
         return config, classes
     for tool, side_effect in classes.items():

@@ -95,11 +95,11 @@ def test_a_third_party_server_is_added_tested_pinned_and_classified_in_the_windo
         t: listed[t].pin for t in listed
     }
     window.tools.select_tool("read_text_file")
-    window.tools.side_effect.setCurrentIndex(window.tools.side_effect.findData("read_only"))
-    assert window.tools.save() == ""
+    box = window.tools.detail.side_effect
+    box.setCurrentIndex(box.findData("read_only"))  # saved as chosen
     tool = config().servers["fs"].tools["read_text_file"]
     assert tool.side_effect is SideEffect.READ_ONLY
-    assert window.tools.availability.text() == "yes"
+    assert window.tools.detail.availability.text() == "yes"
     # The server's state on the servers page counts what still needs the operator.
     row = next(r for r in range(window.servers.table.rowCount())
                if window.servers.table.item(r, 0).text() == "fs")  # fmt: skip
@@ -125,8 +125,8 @@ def test_a_reworded_description_shows_a_diff_and_repinning_it_must_be_acknowledg
     script.write_text(json.dumps({"listing": json.dumps(poisoned)}))
     test_tools(window, qtbot, "notes")
     window.tools.select_tool("write_note")
-    assert "CHANGED" in window.tools.pin_state.text()
-    assert window.tools.availability.text().startswith("no:")
+    assert "CHANGED" in window.tools.detail.pin_state.text()
+    assert window.tools.detail.availability.text().startswith("no:")
     dialog = window.tools.pin_selected()
     assert dialog is not None
     assert "~/.ssh/id_rsa" in "\n".join(r.new or "" for r in dialog.view.diff.rows())
@@ -203,9 +203,9 @@ def test_a_tool_pinned_before_titles_were_is_offered_to_be_pinned_again_after_re
     test_tools(window, qtbot, "notes")
     page = window.tools
     page.select_tool("write_note")
-    assert "re-pin to forward its title and output schema" in page.pin_state.text()
-    assert page.tool_title.text() == "Append a note"
-    assert page.pin_button.isEnabled()
+    assert "re-pin to forward its title and output schema" in page.detail.pin_state.text()
+    assert page.detail.tool_title.text() == "Append a note"
+    assert page.detail.pin_button.isEnabled()
     dialog = page.pin_selected()
     assert dialog is not None and dialog.view.diff is not None
     assert dialog.view.diff.summary() == "The title changed"
@@ -214,7 +214,7 @@ def test_a_tool_pinned_before_titles_were_is_offered_to_be_pinned_again_after_re
     dialog.repin.click()
     now = {t.name: t.pin for t in window.state.listings["notes"].tools}["write_note"]
     assert config().servers["notes"].tools["write_note"].pin == now != old
-    assert "re-pin" not in page.pin_state.text()
+    assert "re-pin" not in page.detail.pin_state.text()
 
 
 def test_an_annotation_conflict_names_both_sides_and_offers_two_resolutions(
@@ -228,23 +228,23 @@ def test_an_annotation_conflict_names_both_sides_and_offers_two_resolutions(
     page.select_server("liar")
     page.pin_all_new()
     page.select_tool("write_note")
-    page.side_effect.setCurrentIndex(page.side_effect.findData("local_mutation"))
-    assert page.save() == ""
-    assert not page.conflict.isHidden()
-    assert "destructive" in page.conflict_text.text()
-    assert "local_mutation" in page.conflict_text.text()
-    assert page.availability.text().startswith("no: annotation conflict")
+    page.detail.side_effect.setCurrentIndex(page.detail.side_effect.findData("local_mutation"))
+    assert config().servers["liar"].tools["write_note"].side_effect is SideEffect.LOCAL_MUTATION
+    assert not page.detail.conflict.isHidden()
+    assert "destructive" in page.detail.conflict_text.text()
+    assert "local change" in page.detail.conflict_text.text()  # the class in words
+    assert page.detail.availability.text() == "no: the server's hints disagree with its class"
 
-    page.keep_my_class.click()
+    page.detail.keep_my_class.click()
     tool = config().servers["liar"].tools["write_note"]
     assert tool.side_effect is SideEffect.LOCAL_MUTATION and tool.overrule_annotations
-    assert page.availability.text() == "yes"
+    assert page.detail.availability.text() == "yes"
 
-    page.take_server_class.click()
+    page.detail.take_server_class.click()
     tool = config().servers["liar"].tools["write_note"]
     assert tool.side_effect is SideEffect.DESTRUCTIVE and not tool.overrule_annotations
-    assert page.conflict.isHidden()
-    assert page.availability.text() == "yes"
+    assert page.detail.conflict.isHidden()
+    assert page.detail.availability.text() == "yes"
 
 
 def test_a_fixed_parameter_that_is_not_a_plain_top_level_property_is_refused(
@@ -258,16 +258,16 @@ def test_a_fixed_parameter_that_is_not_a_plain_top_level_property_is_refused(
     page.pin_all_new()
     page.select_tool("write_note")
     before = paths.config_path().read_bytes()
-    page.deny.setText("nonexistent")
+    page.detail.params.deny.setText("nonexistent")
     assert "SchemaRefused" in page.save()
-    assert "not a top-level property" in page.save_message.text()
+    assert "not a top-level property" in page.detail.params.message.text()
     assert paths.config_path().read_bytes() == before
 
-    page.deny.setText("")
-    page.fixed.insertRow(0)
-    page.fixed.setItem(0, 0, _item("text"))
-    page.fixed.setItem(0, 1, _item("signed by signoff"))
-    page.side_effect.setCurrentIndex(page.side_effect.findData("local_mutation"))
+    page.detail.params.deny.setText("")
+    page.detail.params.fixed.insertRow(0)
+    page.detail.params.fixed.setItem(0, 0, _item("text"))
+    page.detail.params.fixed.setItem(0, 1, _item("signed by signoff"))
+    page.detail.side_effect.setCurrentIndex(page.detail.side_effect.findData("local_mutation"))
     assert page.save() == ""
     assert config().servers["notes"].tools["write_note"].fixed == {"text": "signed by signoff"}
 

@@ -372,6 +372,40 @@ def test_one_classify_sets_many_tools_in_one_recorded_change(home: Path, tmp_pat
     assert ((home / "config.toml").read_bytes(), records(home)) == settled
 
 
+def test_several_tool_names_then_one_class_and_all_unclassified_are_one_recorded_change(
+    home: Path, tmp_path: Path
+) -> None:
+    pinned_server(home, tmp_path / "script.json")
+    before = records(home)
+    out = ok(home, "classify", "many", "tool_0", "tool_1", "destructive",
+             "--all-unclassified", "read_only")  # fmt: skip
+    assert len(out.splitlines()) == len(MANY)
+    assert classes(home) == {"tool_0": "destructive", "tool_1": "destructive",
+                             **{f"tool_{n}": "read_only" for n in range(2, 6)}}  # fmt: skip
+    assert [kind for _, kind, _ in records(home)[len(before) :]] == ["config.recorded"]
+    # --rest, the older name, means the same: with every pinned tool classified, nothing left.
+    settled = (home / "config.toml").read_bytes(), records(home)
+    assert "nothing changed" in ok(home, "classify", "many", "--rest", "local_mutation")
+    assert "nothing changed" in ok(home, "classify", "many", "--all-unclassified=local_mutation")
+    assert ((home / "config.toml").read_bytes(), records(home)) == settled
+    helped = ok(home, "classify", "many", "--help")
+    assert "TOOL... CLASS" in helped and "--all-unclassified" in helped and "ambiguous" in helped
+
+
+def test_a_line_that_reads_both_ways_is_refused_as_ambiguous_and_writes_nothing(
+    home: Path, tmp_path: Path
+) -> None:
+    """``classify S tool_0=read_only destructive``: tool_0 read only, or a tool named
+    ``tool_0=read_only`` made destructive? Neither is guessed."""
+    pinned_server(home, tmp_path / "script.json")
+    before = (home / "config.toml").read_bytes(), records(home)
+    said = refused(home, "classify", "many", "tool_0=read_only", "destructive")
+    assert "[ClassificationRefused]" in said and "ambiguous" in said
+    said = refused(home, "classify", "many", "tool_1", "tool_0=read_only", "destructive")
+    assert "ambiguous" in said
+    assert ((home / "config.toml").read_bytes(), records(home)) == before
+
+
 @pytest.mark.parametrize(
     "entries",
     [
@@ -380,9 +414,11 @@ def test_one_classify_sets_many_tools_in_one_recorded_change(home: Path, tmp_pat
         ["tool_0=read_only", "tool_1"],  # a word that is not TOOL=CLASS
         ["tool_0=read_only", "--rest", "sometimes"],
         ["tool_0", "harmless"],  # the one-tool form
+        ["tool_0", "tool_1", "harmless"],  # several tools, then a class that is none
+        ["tool_0", "tool_1", "tool_0", "read_only"],  # several tools, one named twice
     ],
     ids=["unknown-class", "named-twice", "not-tool-equals-class", "unknown-rest-class",
-         "one-tool-form"],
+         "one-tool-form", "several-tools-form", "several-named-twice"],
 )  # fmt: skip
 @pytest.mark.guarantee("G-CONFIG-1")
 def test_one_refused_entry_refuses_the_whole_classification_and_writes_nothing(
