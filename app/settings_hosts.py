@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDialog,
     QFileDialog,
@@ -32,8 +33,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.widgets import message_label
+from core import paths
 from core.errors import SignoffError
 from core.host_backups import Backup, undo, write_wire
+from core.host_tools import ServerTools, after_wiring, of_server
 from core.hosts import (
     Action,
     Host,
@@ -56,9 +59,19 @@ PREFIX = {Action.SKIPPED: "skipped: ", Action.WIRED: "skipped: ", Action.CONFLIC
 
 
 class ConfirmDialog(QDialog):
-    """A text to read before one action: ``accept_button`` does it, Cancel does not."""
+    """A text to read before one action: ``accept_button`` does it, Cancel does not. With a
+    ``warning``, the action is also confirmed on its own (``confirm_box``) before it can be
+    done."""
 
-    def __init__(self, title: str, intro: str, text: str, accept: str, parent: QWidget) -> None:
+    def __init__(
+        self,
+        title: str,
+        intro: str,
+        text: str,
+        accept: str,
+        parent: QWidget,
+        warning: tuple[str, str] | None = None,  # (what is lost, "do it anyway" in words)
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
         self.resize(760, 520)
@@ -66,6 +79,15 @@ class ConfirmDialog(QDialog):
         label = QLabel(intro)
         label.setWordWrap(True)
         layout.addWidget(label)
+        self.warning = QLabel(warning[0] if warning else "")
+        self.warning.setWordWrap(True)
+        self.warning.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.warning.setStyleSheet("color: #b00020;")
+        self.warning.setVisible(warning is not None)
+        layout.addWidget(self.warning)
+        self.confirm_box = QCheckBox(warning[1] if warning else "")
+        self.confirm_box.setVisible(warning is not None)
+        layout.addWidget(self.confirm_box)
         self.text = QPlainTextEdit()
         self.text.setReadOnly(True)
         self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
@@ -82,6 +104,9 @@ class ConfirmDialog(QDialog):
         layout.addLayout(buttons)
         self.cancel_button.clicked.connect(self.reject)
         self.accept_button.clicked.connect(self.accept)
+        if warning is not None:
+            self.accept_button.setEnabled(False)
+            self.confirm_box.toggled.connect(self.accept_button.setEnabled)
 
 
 class HostsPage(QWidget):
@@ -95,6 +120,7 @@ class HostsPage(QWidget):
         self.boxes: list[QTableWidgetItem] = []  # column 0 of each row, checkable or not
         self.dialog: ConfirmDialog | None = None  # the confirmation open now, if any
         self.error: SignoffError | None = None  # what refused the last action, if anything
+        self.kept: dict[str, ServerTools] = {}  # per entry read: what its host keeps once wired
 
         layout = QVBoxLayout(self)
         intro = QLabel(
@@ -124,6 +150,8 @@ class HostsPage(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.table.verticalHeader().setVisible(False)
+        # What happens to a server's tools is said whole: the row grows, the text wraps.
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
@@ -176,11 +204,18 @@ class HostsPage(QWidget):
         """Read the file and list its servers with what would happen to each."""
         try:
             hostfile = read_host(self.path(), self.host())
-            items = plan_import(hostfile, configuration.load(self.config_path))
+            config = configuration.load(self.config_path)
+            items = plan_import(hostfile, config)
         except SignoffError as e:
             self._show(None, [])
             self._refused(e)
             return False
+        status_dir = paths.data_dir() / "status"
+        self.kept = {
+            item.key: of_server(item.key, item.name, config, status_dir)
+            for item in items
+            if item.action in CHECKABLE
+        }
         self._show(hostfile, items)
         note = " It has comments: Signoff can read it, not write it." if hostfile.jsonc else ""
         self._say(f"{len(items)} servers in {hostfile.path}.{note}")
@@ -188,6 +223,8 @@ class HostsPage(QWidget):
 
     def _show(self, hostfile: HostFile | None, items: list[ImportItem]) -> None:
         self.hostfile, self.items = hostfile, items
+        if hostfile is None:
+            self.kept = {}
         self.boxes = []
         self.table.setRowCount(len(items))
         for row, item in enumerate(items):
@@ -200,7 +237,13 @@ class HostsPage(QWidget):
                 entry.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.table.setItem(row, 0, entry)
             self.table.setItem(row, 1, QTableWidgetItem(item.name or "-"))
-            self.table.setItem(row, 2, QTableWidgetItem(PREFIX.get(item.action, "") + item.reason))
+            what = PREFIX.get(item.action, "") + item.reason
+            kept = self.kept.get(item.key)
+            if kept is not None:
+                what += f". Once wired: {kept.sentence()}."
+            cell = QTableWidgetItem(what)
+            cell.setToolTip(what)
+            self.table.setItem(row, 2, cell)
 
     def checked(self) -> list[str]:
         """The keys of the checked servers."""
@@ -269,6 +312,11 @@ class HostsPage(QWidget):
             self._say("Nothing to change: these servers already go through Signoff.")
             return
         imported = [item.name for item in plan.imports]
+        losing = [
+            kept
+            for kept in after_wiring(plan.wired, config, paths.data_dir() / "status")
+            if kept.loses
+        ]
 
         def do() -> None:
             try:
@@ -291,6 +339,7 @@ class HostsPage(QWidget):
             plan.diff,
             "Write",
             do,
+            _losses(losing, plan.hostfile.host.label) if losing else None,
         )
 
     def undo_last(self) -> Backup | None:
@@ -310,11 +359,17 @@ class HostsPage(QWidget):
         return next(item for item in self.items if item.key == key)
 
     def _confirm(
-        self, title: str, intro: str, text: str, accept: str, then: Callable[[], None]
+        self,
+        title: str,
+        intro: str,
+        text: str,
+        accept: str,
+        then: Callable[[], None],
+        warning: tuple[str, str] | None = None,
     ) -> None:
         if self.dialog is not None:
             self.dialog.reject()
-        dialog = ConfirmDialog(title, intro, text, accept, self)
+        dialog = ConfirmDialog(title, intro, text, accept, self, warning)
         dialog.accepted.connect(then)
         dialog.finished.connect(self._confirm_finished)  # bound: see app/tray.py
         self.dialog = dialog
@@ -339,3 +394,18 @@ class HostsPage(QWidget):
         self.error = e
         self.message.setStyleSheet("color: #b00020;")
         self.message.setText(f"{e} [{type(e).__name__}]")
+
+
+def _losses(losing: list[ServerTools], host: str) -> tuple[str, str]:
+    """What the host would lose, in words for the window (no commands), and the confirmation."""
+    lines = [f"{host} would lose tools that Signoff does not offer yet:"]
+    for kept in losing:
+        what = "all of its tools" if kept.today is None else ", ".join(kept.lost)
+        said = kept.sentence(names=False)
+        lines.append(f"• {kept.key} would lose {what}. {said[:1].upper()}{said[1:]}.")
+    lines.append(
+        "To keep them, cancel; import any server Signoff does not have yet, pin and classify"
+        " its tools on the Tools page, then wire again."
+    )
+    confirm = f"Wire anyway: {host} goes without these tools until they are pinned and classified"
+    return "\n".join(lines), confirm

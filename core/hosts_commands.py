@@ -4,8 +4,9 @@ proxy``, undo a write. Errors are ``HostConfigError`` (exit 2), reported by ``co
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import paths
 from core.errors import SignoffError
@@ -24,6 +25,9 @@ from core.hosts import (
     signoff_command,
 )
 from core.proxy import config as configuration
+
+if TYPE_CHECKING:  # loaded by the wiring it describes (decision 0033)
+    from core.host_tools import ServerTools
 
 EXIT_OK = 0
 HOSTS = [h.value for h in Host]
@@ -54,6 +58,11 @@ def register(commands: Any) -> None:
     _host_and_file(p)
     _servers(p)
     p.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="wire even when the host would lose tools Signoff does not offer yet",
+    )
     p.set_defaults(func=hosts_wire)
 
     p = actions.add_parser("undo", help="restore the host's file as it was before Signoff wrote")
@@ -144,12 +153,23 @@ def hosts_wire(args: argparse.Namespace) -> int:
     if not plan.changed:
         print(f"nothing to change: {hostfile.path} already launches signoff proxy for these")
         return EXIT_OK
-    print(plan.diff)
+    from core import host_tools
+
+    kept = host_tools.after_wiring(plan.wired, config, paths.data_dir() / "status")
+    for server in kept:
+        print(f"{server.key}: {server.sentence()}")
+    losing = [server for server in kept if server.loses]
     if args.dry_run:
+        print(plan.diff)
         if not plan.writable:
             print(f"{hostfile.path} has comments or trailing commas: Signoff will not write it")
+        if losing:
+            print(_losses(losing, args, written="would be refused without --force"))
         print("(dry run: nothing changed)")
         return EXIT_OK
+    if losing and not args.force:
+        raise host_tools.ToolsWouldBeLost(_losses(losing, args, written="nothing was written"))
+    print(plan.diff)
     from core.host_backups import write_wire  # only what writes a host's file loads it
 
     backup = write_wire(plan, config_path)
@@ -158,6 +178,52 @@ def hosts_wire(args: argparse.Namespace) -> int:
     print(f"wrote {hostfile.path}; the original is kept at {backup.backup}")
     print(f"restart {hostfile.host.label} to use it; to undo: signoff hosts undo {args.host}")
     return EXIT_OK
+
+
+def _losses(losing: list[ServerTools], args: argparse.Namespace, *, written: str) -> str:
+    """The tools the host would lose, server by server, and the commands that keep them."""
+    host = Host(args.host)
+    lines = [f"wiring takes tools away from {host.label}, so {written}:"]
+    for server in losing:
+        if server.today is None:
+            lines.append(f"  {server.key}: every tool it has today (Signoff has not seen them)")
+        else:
+            lines.append(f"  {server.key}: {', '.join(server.lost)}")
+    lines.append("to keep them, first:")
+    for server in losing:
+        lines += [f"  {step}" for step in _steps(server, host, args.file)]
+    again = ["signoff", "hosts", "wire", args.host]
+    again += ["--file", str(args.file)] if args.file else []
+    for server in args.servers:
+        again += ["--server", server]
+    lines.append(f"or wire anyway, and the host goes without them: {shlex.join(again)} --force")
+    return "\n".join(lines)
+
+
+def _steps(server: ServerTools, host: Host, file: Path | None) -> list[str]:
+    """The commands that make a server's tools offered, in order."""
+    from core.host_tools import CHANGED, HINTS, UNPINNED
+
+    name = shlex.quote(server.server)
+    steps: list[str] = []
+    if not server.in_signoff:
+        where = ["--file", str(file)] if file else []
+        steps.append(shlex.join(["signoff", "hosts", "import", host.value, *where,
+                                 "--server", server.key]))  # fmt: skip
+    waits = server.waiting
+    if server.today is None or UNPINNED in waits or CHANGED in waits:
+        steps.append(f"signoff pin {name}    (review the tools, then: signoff pin {name} --accept)")
+    if server.today is None:
+        steps.append(f"signoff classify {name} TOOL=CLASS...    (each of its tools)")
+    elif server.classless:
+        entries = " ".join(f"{shlex.quote(tool)}=CLASS" for tool in server.classless)
+        steps.append(f"signoff classify {name} {entries}")
+    for tool in waits.get(HINTS, ()):
+        steps.append(
+            f"signoff classify {name} {shlex.quote(tool)} CLASS    (as its hints say), or:"
+            f" signoff tool {name} {shlex.quote(tool)} --overrule-annotations yes"
+        )
+    return steps
 
 
 def hosts_undo(args: argparse.Namespace) -> int:

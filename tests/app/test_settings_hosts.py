@@ -13,7 +13,9 @@ from app.settings_hosts import HostsPage
 from core.host_backups import backups
 from core.hosts import Host, HostConfigError
 from core.proxy.config import load
+from core.tools import SideEffect
 from tests.conftest import SIGNOFF
+from tests.core.hostkit import FILESYSTEM_TOOLS, last_listed, listing, set_up
 
 DESKTOP = {
     "globalShortcut": "Ctrl+Space",
@@ -79,7 +81,7 @@ def test_importing_asks_first_then_adds_the_checked_servers(
         page.dialog.accept_button.click()
     assert page.dialog is None
     assert set(load(home / "config.toml").servers) == {"notes"}
-    assert column(page, 2)[0] == "already in Signoff as notes"
+    assert column(page, 2)[0].startswith("already in Signoff as notes. Once wired: Signoff has not")
     assert page.error is None
 
 
@@ -109,6 +111,7 @@ def test_wiring_previews_the_change_writes_it_with_a_copy_and_undo_restores_it(
     assert f'+      "command": "{SIGNOFF}",' in preview
     assert desktop.read_bytes() == original  # nothing before Write
 
+    dialog.confirm_box.setChecked(True)  # neither server's tools are pinned: both are lost
     with qtbot.waitSignal(page.servers_changed, timeout=5000):
         dialog.accept_button.click()
 
@@ -140,6 +143,7 @@ def test_a_file_the_host_saved_while_the_preview_was_open_is_not_overwritten(
     assert page.dialog is not None
     desktop.write_text(desktop.read_text().replace("dark", "light"))  # the host saved meanwhile
     edited = desktop.read_bytes()
+    page.dialog.confirm_box.setChecked(True)
     page.dialog.accept_button.click()
     assert isinstance(page.error, HostConfigError)
     assert desktop.read_bytes() == edited
@@ -202,9 +206,101 @@ def test_undo_after_the_host_edited_the_file_is_refused_on_the_page(
     page.read()
     page.wire_selected()
     assert page.dialog is not None
+    page.dialog.confirm_box.setChecked(True)
     page.dialog.accept_button.click()
     desktop.write_text(desktop.read_text().replace("dark", "light"))
     edited = desktop.read_bytes()
     assert page.undo_last() is None
     assert isinstance(page.error, HostConfigError)
     assert desktop.read_bytes() == edited
+
+
+# --- what the host keeps of its tools ------------------------------------------------------
+
+NOTES = [DESKTOP["mcpServers"]["notes"]["command"], *DESKTOP["mcpServers"]["notes"]["args"]]
+OFFERED = ("read_text_file", "list_directory")
+LOST = [t for t in FILESYSTEM_TOOLS if t not in OFFERED]
+
+
+@pytest.fixture
+def notes_two_of_fourteen(home: Path) -> Path:
+    """Signoff's notes: fourteen tools listed and pinned, two of them classified."""
+    seen = listing(FILESYSTEM_TOOLS)
+    set_up(home / "config.toml", "notes", NOTES, seen, dict.fromkeys(OFFERED, SideEffect.READ_ONLY))
+    last_listed(home, "notes", seen)
+    return home / "config.toml"
+
+
+def test_what_happens_says_which_tools_the_host_keeps_once_wired(
+    page: HostsPage, notes_two_of_fourteen: Path
+) -> None:
+    page.read()
+    what = column(page, 2)
+    assert what[0].startswith("already in Signoff as notes")
+    assert ". Once wired: the host has 14 tools today (as notes listed them at " in what[0]
+    assert "Signoff will offer 2 (read_text_file, list_directory);" in what[0]
+    assert f"12 wait for you to classify them ({', '.join(LOST)})." in what[0]
+    assert "Signoff has not listed or pinned" not in what[0]
+    assert "Signoff does not have this server yet" in what[1]  # git: never imported
+    assert page.table.item(0, 2).toolTip() == what[0]
+
+
+def test_wiring_that_takes_tools_away_asks_naming_them_and_cancelling_writes_nothing(
+    page: HostsPage, desktop: Path, notes_two_of_fourteen: Path
+) -> None:
+    original, config = desktop.read_bytes(), notes_two_of_fourteen.read_bytes()
+    page.read()
+    page.set_checked("git", False)
+    page.wire_selected()
+    dialog = page.dialog
+    assert dialog is not None
+    assert not dialog.warning.isHidden()
+    assert f"• notes would lose {', '.join(LOST)}. The host has 14 tools" in dialog.warning.text()
+    assert "Tools page" in dialog.warning.text()
+    assert "signoff " not in dialog.warning.text() + dialog.confirm_box.text()  # no command
+    assert not dialog.confirm_box.isHidden()
+    assert not dialog.accept_button.isEnabled()  # not until the loss is confirmed
+    dialog.accept_button.click()
+    assert desktop.read_bytes() == original
+
+    dialog.cancel_button.click()
+    assert page.dialog is None
+    assert desktop.read_bytes() == original
+    assert notes_two_of_fourteen.read_bytes() == config
+    assert backups(notes_two_of_fourteen) == []
+
+
+def test_confirming_the_loss_wires_the_host(
+    page: HostsPage, desktop: Path, notes_two_of_fourteen: Path
+) -> None:
+    page.read()
+    page.set_checked("git", False)
+    page.wire_selected()
+    assert page.dialog is not None
+    page.dialog.confirm_box.setChecked(True)
+    assert page.dialog.accept_button.isEnabled()
+    page.dialog.accept_button.click()
+    assert page.error is None
+    notes = json.loads(desktop.read_text())["mcpServers"]["notes"]
+    assert notes["args"][-2:] == ["proxy", "notes"]
+
+
+def test_wiring_a_server_that_offers_every_tool_asks_only_for_the_write(
+    page: HostsPage, home: Path, desktop: Path
+) -> None:
+    set_up(
+        home / "config.toml",
+        "notes",
+        NOTES,
+        listing(OFFERED),
+        dict.fromkeys(OFFERED, SideEffect.READ_ONLY),
+    )
+    page.read()
+    page.set_checked("git", False)
+    page.wire_selected()
+    dialog = page.dialog
+    assert dialog is not None
+    assert dialog.warning.isHidden() and dialog.confirm_box.isHidden()
+    assert dialog.accept_button.isEnabled()
+    dialog.accept_button.click()
+    assert json.loads(desktop.read_text())["mcpServers"]["notes"]["args"][-1] == "notes"

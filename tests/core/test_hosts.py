@@ -550,7 +550,8 @@ def test_the_command_line_lists_imports_wires_and_undoes(user: Path, home: Path)
     assert '+                "proxy",' in preview.stdout
     assert desktop.read_bytes() == original
 
-    wire = run_signoff("hosts", "wire", "claude_desktop", env=env, home=home)
+    # Neither server's tools are pinned: the host loses them (tests/core/test_host_tools.py).
+    wire = run_signoff("hosts", "wire", "claude_desktop", "--force", env=env, home=home)
     assert wire.returncode == 0, wire.stderr
     [backup] = backups(home / "config.toml")
     assert str(backup.backup) in wire.stdout
