@@ -21,7 +21,7 @@ from core.errors import UnsafePermissions
 from core.heads import KeyringHeadStore
 from core.store import Store
 
-APP_ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "app.svg"
+APP_ICON = autostart.APP_ICON
 
 
 def instance_name() -> str:

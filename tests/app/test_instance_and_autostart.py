@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import stat
 import subprocess
 import time
@@ -122,3 +124,57 @@ def test_start_at_login_writes_and_removes_an_xdg_autostart_entry(
     assert text.startswith("[Desktop Entry]\n") and "\nExec=" in text and "Type=Application" in text
     autostart.set_enabled(False)
     assert not entry.exists() and not autostart.enabled()
+
+
+def _entry_value(text: str, key: str) -> str:
+    [line] = [line for line in text.splitlines() if line.startswith(f"{key}=")]
+    return line.removeprefix(f"{key}=")
+
+
+def _exec_argv(value: str) -> list[str]:
+    """An Exec value's arguments, unquoted as the Desktop Entry Specification says: the
+    string's own escapes first, then the quoting, then ``%%``."""
+    return [a.replace("%%", "%") for a in shlex.split(value.replace("\\\\", "\\"))]
+
+
+@pytest.fixture
+def xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """XDG folders of this test's own: no icon theme installs Signoff's icon there."""
+    for name, folder in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
+                         ("XDG_DATA_DIRS", "system")):  # fmt: skip
+        (tmp_path / folder).mkdir()
+        monkeypatch.setenv(name, str(tmp_path / folder))
+    return tmp_path
+
+
+def _entry(xdg: Path) -> str:
+    return (xdg / "config" / "autostart" / "signoff.desktop").read_text()
+
+
+def test_start_at_login_runs_the_app_on_the_home_this_app_runs_on(
+    xdg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without it the login's app watched another database: no notification came."""
+    home = xdg / "a home, with spaces & $signs"
+    monkeypatch.setenv("SIGNOFF_HOME", str(home))
+    autostart.set_enabled(True)
+    argv = _exec_argv(_entry_value(_entry(xdg), "Exec"))
+    assert argv == ["env", f"SIGNOFF_HOME={home.resolve()}", *_exec_argv(autostart.command())]
+    monkeypatch.delenv("SIGNOFF_HOME")
+    autostart.set_enabled(True)
+    assert _exec_argv(_entry_value(_entry(xdg), "Exec")) == _exec_argv(autostart.command())
+
+
+def test_start_at_logins_icon_is_the_apps_own_file_where_no_icon_theme_has_it(xdg: Path) -> None:
+    autostart.set_enabled(True)
+    icon = Path(_entry_value(_entry(xdg), "Icon"))
+    assert icon.is_absolute() and icon.is_file() and icon.suffix == ".svg"
+
+
+def test_start_at_logins_icon_is_the_themes_name_where_the_theme_has_it(xdg: Path) -> None:
+    """As the bundle's installer leaves it: the icon in the user's hicolor theme."""
+    apps = xdg / "data" / "icons" / "hicolor" / "scalable" / "apps"
+    apps.mkdir(parents=True)
+    shutil.copy(autostart.APP_ICON, apps / f"{autostart.APP_ID}.svg")
+    autostart.set_enabled(True)
+    assert _entry_value(_entry(xdg), "Icon") == autostart.APP_ID
