@@ -79,9 +79,22 @@ def hand_over() -> bool:
     return True
 
 
+def quiet_theme_lookups() -> None:
+    """Qt's GNOME platform theme asks the desktop portal (``org.freedesktop.portal.Settings``)
+    for the colour scheme over D-Bus at every start, and logs ``qt.qpa.theme.gnome: dbus reply
+    error`` where no portal answers; the theme falls back on its defaults, nothing is wrong.
+    That one category's warnings are turned off before Qt starts, after any rules the person
+    set, which still win (decision 0040)."""
+    rule = "qt.qpa.theme.gnome.warning=false"
+    rules = os.environ.get("QT_LOGGING_RULES", "")
+    if "qt.qpa.theme.gnome" not in rules:
+        os.environ["QT_LOGGING_RULES"] = ";".join(part for part in (rule, rules) if part)
+
+
 def run(argv: list[str] | None = None) -> int:
     import qasync
 
+    quiet_theme_lookups()
     from app.tray import TrayApp
 
     app = QApplication.instance() or QApplication(argv or sys.argv)
