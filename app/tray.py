@@ -387,7 +387,10 @@ class TrayApp(QObject):
             else ""
         )
         outside = f"; {config_outside.TITLE.lower()}" if self.config_outside else ""
-        self.tray.setToolTip(f"Signoff: {tip}; chain {anchor}{keyring}{outside}")
+        # The database first: two apps on two homes are told apart (issue 21, item 7).
+        self.tray.setToolTip(
+            f"Signoff on {shown_path(self.store.path)}: {tip}; chain {anchor}{keyring}{outside}"
+        )
         # The menu is made again only when what it says changed, and never while it is open
         # (made again under the pointer it closed, or moved): then once it closes.
         says = (state, tuple((p.id, p.title, p.side_effect, p.fingerprint) for p in model.pending),
@@ -422,6 +425,8 @@ class TrayApp(QObject):
             outside_action = menu.addAction(self._label(f"{config_outside.TITLE}: review…"))
             outside_action.triggered.connect(self.open_config_outside)
             menu.addSeparator()
+        if self.store.path.parent != paths.platform_dirs()[0]:  # another home: say which
+            menu.addAction(self._label(f"On {shown_path(self.store.path)}")).setEnabled(False)
         header = menu.addAction(
             f"{len(model.pending)} waiting for you" if model.pending else "Nothing waits"
         )
@@ -489,6 +494,14 @@ class TrayApp(QObject):
 
     def pending_by_id(self, approval_id: str) -> Pending | None:
         return next((p for p in self.model.pending if p.id == approval_id), None)
+
+
+def shown_path(path: Path) -> str:
+    """A path as a person reads it: under their home folder as ``~/...``."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
 
 
 def _forget_dialog(app: weakref.ref[TrayApp], approval_id: str) -> None:
