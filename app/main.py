@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from app.tray import TrayApp
 
 APP_ICON = autostart.APP_ICON
+# Qt's logging categories that only say no desktop portal answered (quiet_theme_lookups).
+PORTAL_CATEGORIES = ("qt.qpa.theme.gnome", "qt.qpa.services")
 
 
 def instance_name() -> str:
@@ -84,15 +86,16 @@ def hand_over() -> bool:
 
 
 def quiet_theme_lookups() -> None:
-    """Qt's GNOME platform theme asks the desktop portal (``org.freedesktop.portal.Settings``)
-    for the colour scheme over D-Bus at every start, and logs ``qt.qpa.theme.gnome: dbus reply
-    error`` where no portal answers; the theme falls back on its defaults, nothing is wrong.
-    That one category's warnings are turned off before Qt starts, after any rules the person
-    set, which still win (decision 0040)."""
-    rule = "qt.qpa.theme.gnome.warning=false"
+    """Where no desktop portal (xdg-desktop-portal) runs, Qt logs its failed D-Bus lookups of
+    it at every start: the GNOME platform theme's colour-scheme reads (``qt.qpa.theme.gnome:
+    dbus reply error``, two or three lines) and the registration of the app's id
+    (``qt.qpa.services: Failed to register with host portal``). Qt then falls back on its
+    defaults; nothing is wrong. Those two categories' warnings are turned off before Qt starts,
+    unless the person's own rules name them (decision 0040)."""
     rules = os.environ.get("QT_LOGGING_RULES", "")
-    if "qt.qpa.theme.gnome" not in rules:
-        os.environ["QT_LOGGING_RULES"] = ";".join(part for part in (rule, rules) if part)
+    ours = [f"{category}.warning=false" for category in PORTAL_CATEGORIES if category not in rules]
+    if ours:
+        os.environ["QT_LOGGING_RULES"] = ";".join([*ours, *([rules] if rules else [])])
 
 
 def run(argv: list[str] | None = None) -> int:
