@@ -334,7 +334,7 @@ def test_unauthenticated_decisions_are_said_in_the_menu_and_tooltip_every_time(
 ) -> None:
     from core.operator_key import choose_mode
 
-    assert not any("unauthenticated" in t for t in _texts(tray))
+    assert not any(t.startswith("Decisions unauthenticated") for t in _texts(tray))
     choose_mode(store, unauthenticated=True, by="operator", reason="no keyring here")
     make_pending(store)
     qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
