@@ -176,11 +176,10 @@ class DemoRun(QObject):
     def show_waiting(self) -> None:
         """Every request of the demo's that waits, in its dialog (one closed undecided opens
         again: the demo's agent waits for it)."""
-        self._asked = set(self.dialogs)
+        self._asked = {i for i, dialog in self.dialogs.items() if dialog.isVisible()}
         self.poll()
-        for dialog in self.dialogs.values():
-            dialog.show()
-            dialog.raise_()
+        for approval_id in self._asked & set(self.dialogs):
+            self.dialogs[approval_id].raise_()
 
     def open_dialog(self, pending: Pending) -> ApprovalDialog:
         dialog = ApprovalDialog(pending)
@@ -190,7 +189,7 @@ class DemoRun(QObject):
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.dialogs[pending.id] = dialog
         # Through a weak reference, as app/tray.py does: no lambda holding self on a signal.
-        dialog.destroyed.connect(partial(_forget_dialog, weakref.ref(self), pending.id))
+        dialog.destroyed.connect(partial(_forget_dialog, weakref.ref(self), pending.id, id(dialog)))
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()
@@ -254,8 +253,9 @@ class DemoRun(QObject):
             self.store = None
 
 
-def _forget_dialog(demo: weakref.ref[DemoRun], approval_id: str) -> None:
-    """A dialog Qt deleted leaves ``dialogs``."""
+def _forget_dialog(demo: weakref.ref[DemoRun], approval_id: str, dialog: int) -> None:
+    """A dialog Qt deleted leaves ``dialogs``, unless a newer one for its request took its
+    place (one closed undecided, opened again before Qt deleted it)."""
     live = demo()
-    if live is not None:
+    if live is not None and id(live.dialogs.get(approval_id)) == dialog:
         live.dialogs.pop(approval_id, None)
