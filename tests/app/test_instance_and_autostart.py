@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import stat
@@ -16,7 +17,7 @@ import pytest
 from app import autostart
 from tests.conftest import SIGNOFF, need
 from tests.core.test_store import _umask
-from tests.waiting import wait_for
+from tests.waiting import read_ready_line, wait_for
 
 
 def test_a_second_start_hands_over_to_the_running_app_and_exits(home: Path) -> None:
@@ -212,3 +213,26 @@ def test_the_app_starts_without_qts_warnings_about_a_missing_desktop_portal(home
         _, err = app.communicate(timeout=30)
     assert "qt.qpa.theme.gnome" not in err, err
     assert "qt.qpa.services" not in err, err  # its registration with the portal
+
+
+def test_the_first_start_welcomes_with_the_demo_and_a_command_that_works_here(
+    home: Path, tmp_path: Path
+) -> None:
+    """From a source checkout, with ``signoff`` not on PATH, the terminal's line names the
+    command by its absolute path ("signoff demo" was "command not found"); the welcome itself
+    (tests/app/test_demo.py) starts the demo from the app."""
+    env = {**_app_env(home), "PYTHONUNBUFFERED": "1", "PATH": str(tmp_path)}
+    app = subprocess.Popen([str(SIGNOFF)], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        assert app.stdout is not None
+        line = read_ready_line(app.stdout.fileno(), "the app's welcome", timeout=60)
+    finally:
+        app.terminate()
+        app.communicate(timeout=30)
+    assert line.startswith("Welcome to Signoff! "), line
+    said = re.search(r"\(From a terminal: (.+)\)$", line)
+    assert said is not None, line
+    argv = shlex.split(said.group(1))
+    assert argv[1:] == ["demo"] and Path(argv[0]).is_absolute() and Path(argv[0]).samefile(SIGNOFF)
+    assert (home / "demo-offered").is_file()
