@@ -54,6 +54,7 @@ from PySide6.QtWidgets import (
 
 from app.model import Pending
 from core import marks, present
+from core.records import ApprovalView
 
 KIND_TEXT = {
     "interrupted_side_effect": "Interrupted: this call started and its outcome is unknown."
@@ -400,3 +401,17 @@ class ApprovalDialog(QDialog):
             return
         self.decided.emit(self.pending.id, self.pending.request_hash, decision, self.reason.text())
         self.accept()
+
+
+def decided_text(approval: ApprovalView | None) -> str:
+    """A sentence for a request that is no longer pending (no request text in it)."""
+    if approval is None:
+        return "This request is no longer in the record."
+    if approval.status == "pending":
+        return "This request is no longer waiting: its run ended."
+    verb = {"approved": "Approved", "consumed": "Approved (and run)", "rejected": "Rejected",
+            "expired": "Expired", "superseded": "Replaced by a newer request"}.get(
+        approval.status, approval.status.capitalize())  # fmt: skip
+    by = f" by {approval.decided_by}" if approval.decided_by else ""
+    why = f" ({approval.decided_reason})" if approval.decided_reason else ""
+    return f"{verb}{by}{why}. Nothing here can change it now."

@@ -27,7 +27,7 @@ log = logging.getLogger("signoff.app")
 NAME = "org.freedesktop.Notifications"
 PATH = "/org/freedesktop/Notifications"
 _BUS = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
-URGENCY_CRITICAL = 2
+URGENCY_NORMAL, URGENCY_CRITICAL = 1, 2
 
 
 class NotificationFailed(Exception):
@@ -59,17 +59,27 @@ class Freedesktop:
         return self._capabilities
 
     async def notify(
-        self, summary: str, body: str, actions: list[tuple[str, str]], replaces: int = 0
+        self,
+        summary: str,
+        body: str,
+        actions: list[tuple[str, str]],
+        replaces: int = 0,
+        *,
+        urgency: int = URGENCY_CRITICAL,
+        expires: int = 0,
     ) -> int:
+        """Show a notification; ``expires`` 0 keeps it until acted on, -1 lets the service
+        choose (the specification's ``expire_timeout``)."""
         flat = [part for pair in actions for part in pair]
         hints = {
-            "urgency": Variant("y", URGENCY_CRITICAL),
+            "urgency": Variant("y", urgency),
             "desktop-entry": Variant("s", "dev.signoff.Signoff"),
         }
-        # Critical and no expiry: an approval is notified once, so it stays until acted on.
+        # By default critical and no expiry: an approval is notified once, so it stays until
+        # acted on.
         [nid] = await self._call(
             "Notify", "susssasa{sv}i",
-            [self.app_name, replaces, self.icon, summary, body, flat, hints, 0],
+            [self.app_name, replaces, self.icon, summary, body, flat, hints, expires],
         )  # fmt: skip
         return int(nid)
 

@@ -10,10 +10,11 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QIcon
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
-from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+from PySide6.QtWidgets import QApplication
 
 from app import autostart
 from core import paths, private_files, wake
@@ -21,7 +22,12 @@ from core.errors import UnsafePermissions
 from core.heads import KeyringHeadStore
 from core.store import Store
 
-APP_ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "app.svg"
+if TYPE_CHECKING:
+    from app.tray import TrayApp
+
+APP_ICON = autostart.APP_ICON
+# Qt's logging categories that only say no desktop portal answered (quiet_theme_lookups).
+PORTAL_CATEGORIES = ("qt.qpa.theme.gnome", "qt.qpa.services")
 
 
 def instance_name() -> str:
@@ -79,11 +85,23 @@ def hand_over() -> bool:
     return True
 
 
+def quiet_theme_lookups() -> None:
+    """Where no desktop portal (xdg-desktop-portal) runs, Qt logs its failed D-Bus lookups of
+    it at every start: the GNOME platform theme's colour-scheme reads (``qt.qpa.theme.gnome:
+    dbus reply error``, two or three lines) and the registration of the app's id
+    (``qt.qpa.services: Failed to register with host portal``). Qt then falls back on its
+    defaults; nothing is wrong. Those two categories' warnings are turned off before Qt starts,
+    unless the person's own rules name them (decision 0040)."""
+    rules = os.environ.get("QT_LOGGING_RULES", "")
+    ours = [f"{category}.warning=false" for category in PORTAL_CATEGORIES if category not in rules]
+    if ours:
+        os.environ["QT_LOGGING_RULES"] = ";".join([*ours, *([rules] if rules else [])])
+
+
 def run(argv: list[str] | None = None) -> int:
     import qasync
 
-    from app.tray import TrayApp
-
+    quiet_theme_lookups()
     app = QApplication.instance() or QApplication(argv or sys.argv)
     app.setApplicationName("Signoff")
     # The desktop entry's id: Wayland's app id, and how a desktop matches windows to the entry.
@@ -121,6 +139,8 @@ def run(argv: list[str] | None = None) -> int:
     store = Store.open(paths.database_path())
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
+    from app.tray import TrayApp
+
     tray = TrayApp(store, KeyringHeadStore(), data)
 
     def show() -> None:
@@ -134,28 +154,29 @@ def run(argv: list[str] | None = None) -> int:
 
     server.newConnection.connect(show)
     tray.start()
-    _offer_demo(tray.tray, store)
+    _offer_demo(tray, store)
     with loop:
         loop.run_until_complete(_until_quit(app))
     store.close()
     return 0
 
 
-def _offer_demo(icon: QSystemTrayIcon, store: Store) -> None:
-    """The first start, with nothing set up (no server, no run), offers `signoff demo`, once."""
+def _offer_demo(tray: TrayApp, store: Store) -> None:
+    """The first start, with nothing set up (no server, no run), offers the demo, once: the
+    welcome (with a button where the notification service has buttons), and the tray's menu
+    entry, which is always there."""
     from PySide6.QtCore import QTimer
 
     from core.demo import first_start
+    from core.invocation import suggest
 
     data = paths.data_dir()
     if not first_start.should_offer(store, paths.config_path(), data):
         return
     first_start.remember_offered(data)
-    print(f"{first_start.TITLE}! {first_start.MESSAGE}")
-    info = QSystemTrayIcon.MessageIcon.Information
+    print(f"{first_start.TITLE}! {first_start.MESSAGE} (From a terminal: {suggest('demo')})")
     # A moment after start, so that the icon is in the tray when its message shows.
-    QTimer.singleShot(1500, lambda: icon.showMessage(first_start.TITLE, first_start.MESSAGE,
-                                                     info, 20_000))  # fmt: skip
+    QTimer.singleShot(1500, tray.welcome)
 
 
 async def _until_quit(app: QApplication) -> None:

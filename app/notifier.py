@@ -22,6 +22,9 @@ Rules:
    that died is taken off by the next one (its buttons could no longer answer); only ids given
    by the same daemon connection are closed, never another program's.
 
+5. The first start's welcome offers the demo with a button where the service has ``actions``,
+   else as a balloon whose click starts it; it is the one message here that is not a request.
+
 Nothing here decides: buttons emit signals; the app decides through ``core.approvals``.
 """
 
@@ -39,7 +42,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QAbstractButton, QMessageBox, QSystemTrayIcon
 
-from app.freedesktop import Freedesktop, NotificationFailed
+from app.freedesktop import URGENCY_NORMAL, Freedesktop, NotificationFailed
 from app.model import Pending
 from core import private_files
 from core.errors import UnsafePermissions
@@ -48,6 +51,7 @@ from core.present import markup_escape
 log = logging.getLogger("signoff.app")
 ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "pending.svg"
 RETRIES = (0.2, 1.0)  # seconds before each further try of a failed native send
+WELCOME = "welcome"  # what ``sent`` records for the welcome; no approval id looks so
 KINDS = {"interrupted_side_effect": "started before, outcome unknown",
          "duplicate": "the same call already ran",
          "own_files": "touches Signoff's own files"}  # fmt: skip
@@ -83,6 +87,7 @@ class Notifier(QObject):
     clicked = Signal(str)  # open the dialog for this approval
     approve = Signal(str, str)  # approval id, the request hash the notification showed
     reject = Signal(str, str)
+    demo = Signal()  # the welcome's "Try the demo" pressed, or its balloon clicked (rule 5)
 
     def __init__(
         self,
@@ -106,6 +111,7 @@ class Notifier(QObject):
         if tray is not None:
             tray.messageClicked.connect(self._balloon_clicked)
         self._last_balloon = ""
+        self._welcome_id = 0  # the welcome's notification id, while it shows (rule 5)
         self._popups: dict[str, QMessageBox] = {}
         self._hashes: dict[str, str] = {}  # approval id -> the request hash it was shown with
         self._tasks: set[asyncio.Task[None]] = set()
@@ -120,6 +126,37 @@ class Notifier(QObject):
             self._fallback(p)
             return
         self._spawn(self._send_native(p))
+
+    def welcome(self, title: str, text: str, button: str, click: str) -> None:
+        """The welcome (rule 5): ``button`` on a native notification with buttons, else a
+        balloon saying ``text`` and ``click``."""
+        if isinstance(self._native, Freedesktop):
+            self._spawn(self._send_welcome(self._native, title, text, button, click))
+        else:
+            self._welcome_balloon(title, text + click)
+
+    async def _send_welcome(
+        self, native: Freedesktop, title: str, text: str, button: str, click: str
+    ) -> None:
+        try:
+            if "actions" in await native.capabilities():
+                body = markup_escape(text) if "body-markup" in await native.capabilities() else text
+                self._welcome_id = await native.notify(
+                    title, body, [("default", ""), ("demo", button)],
+                    urgency=URGENCY_NORMAL, expires=-1,
+                )  # fmt: skip
+                self.sent.append((WELCOME, "native"))
+                return
+        except NotificationFailed as e:
+            log.info("the welcome goes to the balloon: %s", e)
+        self._welcome_balloon(title, text + click)
+
+    def _welcome_balloon(self, title: str, text: str) -> None:
+        if self.tray is None:
+            return
+        self._last_balloon = WELCOME
+        self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Information, 20_000)
+        self.sent.append((WELCOME, "balloon"))
 
     def showing(self) -> set[str]:
         """The requests with a notification or a popup on the screen."""
@@ -211,6 +248,10 @@ class Notifier(QObject):
     # --- the daemon's answers -------------------------------------------------------------
 
     def _action(self, nid: int, key: str) -> None:
+        if nid and nid == self._welcome_id:  # the welcome: its button or itself starts the demo
+            self._welcome_id = 0
+            self.demo.emit()
+            return
         approval_id = next((a for a, n in self.shown.items() if n == nid), None)
         if approval_id is None:  # withdrawn, and pressed before it went: the app says so
             approval_id = self._withdrawn.pop(nid, None)
@@ -293,7 +334,10 @@ class Notifier(QObject):
         return next(reversed(self._popups.values()), None)
 
     def _balloon_clicked(self) -> None:
-        if self._last_balloon:
+        if self._last_balloon == WELCOME:
+            self._last_balloon = ""
+            self.demo.emit()
+        elif self._last_balloon:
             self.clicked.emit(self._last_balloon)
 
 

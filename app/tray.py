@@ -23,7 +23,8 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from app import autostart, config_outside
 from app.config_outside import ConfigOutsideDialog
-from app.dialog import ApprovalDialog
+from app.demo import DemoRun
+from app.dialog import ApprovalDialog, decided_text
 from app.history import HistoryWindow
 from app.keyring_worker import KeyringWorker
 from app.labels import dbus_menu_in_use, menu_text
@@ -33,12 +34,13 @@ from app.settings import SettingsWindow
 from app.watcher import Watcher
 from core import operator_key, paths
 from core.approvals import approve, reject
+from core.demo import first_start
 from core.errors import SignoffError
 from core.heads import HeadStore
 from core.operator_key import OperatorKey
 from core.proxy import config as configuration
 from core.proxy import config_record
-from core.records import ApprovalView, read_approval
+from core.records import read_approval
 from core.store import Store
 from core.sweep import sweep
 from core.witness import WitnessState
@@ -51,6 +53,9 @@ UNAUTHENTICATED = (
     "Decisions unauthenticated (your choice): whoever can write Signoff's files can approve"
     " a request"
 )
+TRY_DEMO = "Try the demo…"
+DEMO_RUNNING = "The demo is running: what it asks…"
+DEMO_HISTORY = "The demo's history…"
 ANCHOR_RETRY_MAX = 16  # sweeps: a keyring that keeps failing is tried every 4 minutes
 
 
@@ -133,6 +138,11 @@ class TrayApp(QObject):
         self.config_dialog: ConfigOutsideDialog | None = None
         self.said: list[tuple[str, str]] = []  # (title, text) of the tray's messages, in order
         self.tray.activated.connect(self._activated)
+        # Trying the demo from here: its own home and store, this app's dialogs (app/demo.py).
+        self.demo = DemoRun(data_dir, self.operator)
+        self.demo.changed.connect(self._demo_changed)
+        self.demo.problem.connect(self._demo_problem)
+        self.notifier.demo.connect(self.try_demo)
 
     def start(self) -> None:
         self.witness.check_all()
@@ -148,6 +158,7 @@ class TrayApp(QObject):
 
     def stop(self) -> None:
         self._sweeper.stop()
+        self.demo.stop()
         self.watcher.close()
         if self.config_dialog is not None:
             self.config_dialog.close()
@@ -323,6 +334,25 @@ class TrayApp(QObject):
             log.warning("configuration: %s", e)
             return configuration.NOTIFICATIONS[0]
 
+    def welcome(self) -> None:
+        """The first start's welcome, offering the demo: a button on the notification where
+        the notification service has buttons, else a click on the balloon; and the menu."""
+        self.notifier.welcome(first_start.TITLE, first_start.MESSAGE, first_start.BUTTON,
+                              first_start.CLICK)  # fmt: skip
+
+    def try_demo(self) -> None:
+        """The demo, in a home of its own (app/demo.py): its requests open here."""
+        if self.demo.start():
+            self.say("Signoff: the demo starts", first_start.STARTED)
+
+    def _demo_changed(self) -> None:
+        """The menu says whether the demo runs: made again after the menu entry that started
+        it has finished its own signal (the menu deletes its entries when made again)."""
+        QTimer.singleShot(0, self, self._rebuild)
+
+    def _demo_problem(self, text: str) -> None:
+        self.say("Signoff: the demo", text, QSystemTrayIcon.MessageIcon.Warning)
+
     def show_in_history(self, run_id: str) -> None:
         """The history window, with this run's details (from a notification's dialog)."""
         self.open_history().show_run(run_id)
@@ -387,12 +417,16 @@ class TrayApp(QObject):
             else ""
         )
         outside = f"; {config_outside.TITLE.lower()}" if self.config_outside else ""
-        self.tray.setToolTip(f"Signoff: {tip}; chain {anchor}{keyring}{outside}")
+        # The database first: two apps on two homes are told apart (issue 21, item 7).
+        self.tray.setToolTip(
+            f"Signoff on {shown_path(self.store.path)}: {tip}; chain {anchor}{keyring}{outside}"
+        )
         # The menu is made again only when what it says changed, and never while it is open
         # (made again under the pointer it closed, or moved): then once it closes.
         says = (state, tuple((p.id, p.title, p.side_effect, p.fingerprint) for p in model.pending),
                 witness, self.key_problem, model.unauthenticated, model.paused,
-                self.dbus_menu, self.config_outside)  # fmt: skip
+                self.dbus_menu, self.config_outside, self.demo.running,
+                self.demo.has_record())  # fmt: skip
         if says == self._menu_says:
             return
         if self.menu.isVisible():
@@ -422,6 +456,8 @@ class TrayApp(QObject):
             outside_action = menu.addAction(self._label(f"{config_outside.TITLE}: review…"))
             outside_action.triggered.connect(self.open_config_outside)
             menu.addSeparator()
+        if self.store.path.parent != paths.platform_dirs()[0]:  # another home: say which
+            menu.addAction(self._label(f"On {shown_path(self.store.path)}")).setEnabled(False)
         header = menu.addAction(
             f"{len(model.pending)} waiting for you" if model.pending else "Nothing waits"
         )
@@ -436,6 +472,12 @@ class TrayApp(QObject):
         history.triggered.connect(self.open_history)
         settings = menu.addAction("Settings…")
         settings.triggered.connect(self.open_settings)
+        if self.demo.running:
+            menu.addAction(DEMO_RUNNING).triggered.connect(self.demo.show_waiting)
+        else:
+            menu.addAction(TRY_DEMO).triggered.connect(self.try_demo)
+        if self.demo.has_record():
+            menu.addAction(DEMO_HISTORY).triggered.connect(self.demo.open_history)
         chain = menu.addAction(
             self._label(
                 f"Chain: verified to event {witness.head.seq if witness.head else 0}, {anchor}"
@@ -491,22 +533,16 @@ class TrayApp(QObject):
         return next((p for p in self.model.pending if p.id == approval_id), None)
 
 
+def shown_path(path: Path) -> str:
+    """A path as a person reads it: under their home folder as ``~/...``."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
 def _forget_dialog(app: weakref.ref[TrayApp], approval_id: str) -> None:
     """A dialog Qt deleted leaves ``dialogs`` (nothing to do while the app itself goes)."""
     live = app()
     if live is not None:
         live.dialogs.pop(approval_id, None)
-
-
-def decided_text(approval: ApprovalView | None) -> str:
-    """A sentence for a request that is no longer pending (no request text in it)."""
-    if approval is None:
-        return "This request is no longer in the record."
-    if approval.status == "pending":
-        return "This request is no longer waiting: its run ended."
-    verb = {"approved": "Approved", "consumed": "Approved (and run)", "rejected": "Rejected",
-            "expired": "Expired", "superseded": "Replaced by a newer request"}.get(
-        approval.status, approval.status.capitalize())  # fmt: skip
-    by = f" by {approval.decided_by}" if approval.decided_by else ""
-    why = f" ({approval.decided_reason})" if approval.decided_reason else ""
-    return f"{verb}{by}{why}. Nothing here can change it now."

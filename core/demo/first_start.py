@@ -1,4 +1,4 @@
-"""The app's first start offers ``signoff demo``, once.
+"""The app's first start offers the demo, once (the app runs it: app/demo.py).
 
 It is offered when nothing is set up yet (the configuration names no server and the database
 holds no run) and it was not offered before; offering it leaves a file in the data directory,
@@ -17,9 +17,14 @@ from core.store import Store
 OFFERED_FILE = "demo-offered"
 TITLE = "Welcome to Signoff"
 MESSAGE = (
-    "Nothing is set up yet. To see Signoff at work in two minutes, run `signoff demo` in a"
-    " terminal: a demo notes server and agent, in a throw-away folder; your set-up stays as"
-    " it is."
+    "Nothing is set up yet. To see Signoff at work in two minutes, try the demo: a small notes"
+    " server and an agent, in a home of their own; your own set-up stays as it is."
+)
+BUTTON = "Try the demo"  # the notification's button, where the notification service has buttons
+CLICK = " Click here to start it, or choose Try the demo in Signoff's menu."  # the balloon's
+STARTED = (
+    "The demo's agent reads, writes a note and deletes one: its requests open here for you to"
+    " decide. Its record then shows in a history window of its own."
 )
 
 

@@ -36,6 +36,7 @@ from typing import Any, TextIO
 
 from core import operator_key, paths, private_files
 from core.errors import OperatorKeyUnavailable, SignoffError
+from core.invocation import frozen, signoff_command, signoff_word
 from core.records import ApprovalView, read_approval
 from core.store import Store
 
@@ -159,8 +160,9 @@ def configure(home: Path, ui: Out) -> None:
         except OperatorKeyUnavailable as e:
             operator_key.choose_mode(store, unauthenticated=True, by="signoff demo",
                                      reason=f"no OS keyring: {e}")  # fmt: skip
-            ui.say("No usable OS keyring here: the demo's decisions are not signed (`signoff"
-                   " decisions unauthenticated`, in its chain).", indent=2)  # fmt: skip
+            ui.say("No usable OS keyring here: the demo's decisions are not signed (`"
+                   f"{signoff_word()} decisions unauthenticated`, in its chain).",
+                   indent=2)  # fmt: skip
     signoff_cli(ui, "servers", "add", SERVER, "--", *server)
     signoff_cli(ui, "pin", SERVER, "--accept")
     signoff_cli(ui, "classify", SERVER, *(f"{tool}={side}" for tool, side in CLASSES.items()))
@@ -231,36 +233,11 @@ def stop_app(app: subprocess.Popen[bytes], ui: Out) -> None:
     ui.say("The demo's Signoff app is closed.")
 
 
-def frozen() -> bool:
-    """True in a bundle (PyInstaller): ``sys.executable`` is ``signoff`` itself, no Python."""
-    return bool(getattr(sys, "frozen", False))
-
-
 def demo_server_command() -> list[str]:
     """The notes server: a module of this Python, or the bundle's hidden command."""
     if frozen():
         return [str(Path(sys.executable).absolute()), "_demo-server"]
     return [sys.executable, "-m", "core.demo.server"]
-
-
-def signoff_command(what: str) -> list[str]:
-    """``signoff`` as installed beside this Python (or the bundle itself), or the module it
-    runs."""
-    if frozen():
-        return [str(Path(sys.executable).absolute())]
-    script = Path(sys.executable).with_name("signoff")
-    if script.is_file():
-        return [str(script)]
-    return [sys.executable, "-m", "app" if what == "app" else "core"]
-
-
-def signoff_word() -> str:
-    """How the person runs ``signoff`` in another terminal."""
-    script = Path(sys.executable) if frozen() else Path(sys.executable).with_name("signoff")
-    found = shutil.which("signoff")
-    if not script.is_file() or (found is not None and Path(found).resolve() == script.resolve()):
-        return "signoff"
-    return shlex.quote(str(script))
 
 
 # --- the agent -------------------------------------------------------------------------------
@@ -287,8 +264,8 @@ class Agent:
             env={**os.environ, "SIGNOFF_HOME": str(self.home)},
         )
         self.ui.step(
-            "The agent connects. Its MCP host would start `signoff proxy demo` in place of the"
-            " server; so does this script."
+            f"The agent connects. Its MCP host would start `{signoff_word()} proxy demo` in"
+            " place of the server; so does this script."
         )
         self.ui.command(["signoff", "proxy", SERVER])
         with private_files.open_log(self.home / "logs" / "host-stderr.log") as errlog:
@@ -446,7 +423,7 @@ class Agent:
             )
         self.ui.say(
             f"--auto-approve: the demo approves {approval.id} itself, through core.approvals,"
-            " as `signoff approve` would.",
+            f" as `{signoff_word()} approve` would.",
             indent=2,
         )
 
@@ -543,7 +520,9 @@ class Out:
         self.say(f"Step {self.number}. {text}")
 
     def command(self, argv: list[str]) -> None:
-        self.say("$ " + " ".join(shlex.quote(a) for a in argv), indent=2, wrap=False)
+        """A ``signoff ...`` command, shown as a person would type it here."""
+        words = [signoff_word(), *(shlex.quote(a) for a in argv[1:])]
+        self.say("$ " + " ".join(words), indent=2, wrap=False)
 
     def call(self, tool: str, arguments: dict[str, Any]) -> None:
         shown = ", ".join(f"{k}={_short(v)}" for k, v in arguments.items())

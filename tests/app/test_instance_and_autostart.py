@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
+import shutil
+import signal
 import stat
 import subprocess
 import time
@@ -11,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from app import autostart
-from tests.conftest import SIGNOFF
+from tests.conftest import SIGNOFF, need
 from tests.core.test_store import _umask
-from tests.waiting import wait_for
+from tests.waiting import read_ready_line, wait_for
 
 
 def test_a_second_start_hands_over_to_the_running_app_and_exits(home: Path) -> None:
@@ -122,3 +126,113 @@ def test_start_at_login_writes_and_removes_an_xdg_autostart_entry(
     assert text.startswith("[Desktop Entry]\n") and "\nExec=" in text and "Type=Application" in text
     autostart.set_enabled(False)
     assert not entry.exists() and not autostart.enabled()
+
+
+def _entry_value(text: str, key: str) -> str:
+    [line] = [line for line in text.splitlines() if line.startswith(f"{key}=")]
+    return line.removeprefix(f"{key}=")
+
+
+def _exec_argv(value: str) -> list[str]:
+    """An Exec value's arguments, unquoted as the Desktop Entry Specification says: the
+    string's own escape of the backslash first, then the arguments, each plain or in double
+    quotes (where a backslash escapes a quote, a backtick, a dollar or a backslash), then
+    the doubled percent sign."""
+    text = value.replace("\\\\", "\\")
+    pattern = r'"((?:[^"\\]|\\["`$\\])*)"|([^\s"]+)'
+    found = [(quoted, plain) for quoted, plain in re.findall(pattern, text)]
+    arguments = [re.sub(r'\\(["`$\\])', r"\1", q) if q else p for q, p in found]
+    return [a.replace("%%", "%") for a in arguments]
+
+
+@pytest.fixture
+def xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """XDG folders of this test's own: no icon theme installs Signoff's icon there."""
+    for name, folder in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
+                         ("XDG_DATA_DIRS", "system")):  # fmt: skip
+        (tmp_path / folder).mkdir()
+        monkeypatch.setenv(name, str(tmp_path / folder))
+    return tmp_path
+
+
+def _entry(xdg: Path) -> str:
+    return (xdg / "config" / "autostart" / "signoff.desktop").read_text()
+
+
+def test_start_at_login_runs_the_app_on_the_home_this_app_runs_on(
+    xdg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without it the login's app watched another database: no notification came."""
+    home = xdg / "a home, with spaces & $signs"
+    monkeypatch.setenv("SIGNOFF_HOME", str(home))
+    autostart.set_enabled(True)
+    argv = _exec_argv(_entry_value(_entry(xdg), "Exec"))
+    assert argv == ["env", f"SIGNOFF_HOME={home.resolve()}", *_exec_argv(autostart.command())]
+    monkeypatch.delenv("SIGNOFF_HOME")
+    autostart.set_enabled(True)
+    assert _exec_argv(_entry_value(_entry(xdg), "Exec")) == _exec_argv(autostart.command())
+
+
+def test_start_at_logins_icon_is_the_apps_own_file_where_no_icon_theme_has_it(xdg: Path) -> None:
+    autostart.set_enabled(True)
+    icon = Path(_entry_value(_entry(xdg), "Icon"))
+    assert icon.is_absolute() and icon.is_file() and icon.suffix == ".svg"
+
+
+def test_start_at_logins_icon_is_the_themes_name_where_the_theme_has_it(xdg: Path) -> None:
+    """As the bundle's installer leaves it: the icon in the user's hicolor theme."""
+    apps = xdg / "data" / "icons" / "hicolor" / "scalable" / "apps"
+    apps.mkdir(parents=True)
+    shutil.copy(autostart.APP_ICON, apps / f"{autostart.APP_ID}.svg")
+    autostart.set_enabled(True)
+    assert _entry_value(_entry(xdg), "Icon") == autostart.APP_ID
+
+
+def test_the_app_starts_without_qts_warnings_about_a_missing_desktop_portal(home: Path) -> None:
+    """Qt's GNOME theme asks the desktop portal over D-Bus and, where none answers, printed
+    ``qt.qpa.theme.gnome: dbus reply error`` three times at every start, and Qt's services a
+    line of their own about the same portal (decision 0040). On X (Xvfb), a desktop that says
+    it is GNOME, and a private bus with no portal."""
+    need(bool(shutil.which("xvfb-run") and shutil.which("dbus-run-session")),
+         "xvfb-run and dbus-run-session (scripts/system-packages.sh installs them)")  # fmt: skip
+    env = {**_app_env(home), "QT_QPA_PLATFORM": "xcb", "XDG_CURRENT_DESKTOP": "GNOME"}
+    env.pop("QT_LOGGING_RULES", None)
+    app = subprocess.Popen(["dbus-run-session", "--", "xvfb-run", "-a", str(SIGNOFF)], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)  # fmt: skip
+    try:
+        wait_for(lambda: (home / "run" / "app.sock").is_socket() or app.poll() is not None,
+                 "the app listening", timeout=60)  # fmt: skip
+        assert app.poll() is None, app.communicate()
+        # A second start hands over: the first app's event loop has run, D-Bus replies too.
+        second = subprocess.run([str(SIGNOFF)], env=_app_env(home), capture_output=True,
+                                text=True, timeout=60, check=False)  # fmt: skip
+        assert "already running" in second.stdout, second.stderr
+    finally:
+        os.killpg(app.pid, signal.SIGTERM)
+        _, err = app.communicate(timeout=30)
+    assert "qt.qpa.theme.gnome" not in err, err
+    assert "qt.qpa.services" not in err, err  # its registration with the portal
+
+
+def test_the_first_start_welcomes_with_the_demo_and_a_command_that_works_here(
+    home: Path, tmp_path: Path
+) -> None:
+    """From a source checkout, with ``signoff`` not on PATH, the terminal's line names the
+    command by its absolute path ("signoff demo" was "command not found"); the welcome itself
+    (tests/app/test_demo.py) starts the demo from the app."""
+    env = {**_app_env(home), "PYTHONUNBUFFERED": "1", "PATH": str(tmp_path)}
+    app = subprocess.Popen([str(SIGNOFF)], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        assert app.stdout is not None
+        line = read_ready_line(app.stdout.fileno(), "the app's welcome", timeout=60)
+    finally:
+        app.terminate()
+        app.communicate(timeout=30)
+    assert line.startswith("Welcome to Signoff! "), line
+    said = re.search(r"\(From a terminal: (.+)\)$", line)
+    assert said is not None, line
+    argv = shlex.split(said.group(1))
+    assert argv[1:] == ["demo"] and Path(argv[0]).is_absolute() and Path(argv[0]).samefile(SIGNOFF)
+    assert (home / "demo-offered").is_file()

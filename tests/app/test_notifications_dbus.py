@@ -35,6 +35,7 @@ from pytestqt.qtbot import QtBot
 from app.model import Pending
 from app.notifier import Notifier, _Centre
 from app.tray import TrayApp
+from core.demo import first_start
 from core.heads import MemoryHeadStore
 from core.present import markup_escape
 from core.store import Store
@@ -406,6 +407,30 @@ def test_without_a_working_notification_service_the_app_falls_back_to_a_popup(
     assert popup.textFormat() == Qt.TextFormat.PlainText
     labels = {b.text().replace("&", "") for b in popup.buttons()}
     assert not any("Approve" in label for label in labels), labels
+
+
+def test_the_welcome_offers_the_demo_as_a_button_that_starts_it(
+    service: NotificationService, loop: qasync.QEventLoop
+) -> None:
+    """The first start's welcome, where the notification service has buttons: "Try the demo"
+    on the notification itself, and pressing it asks the app to start the demo."""
+    notifier = Notifier(None, native=True)
+    pressed: list[bool] = []
+    notifier.demo.connect(lambda: pressed.append(True))
+
+    async def scenario() -> None:
+        notifier.welcome(first_start.TITLE, first_start.MESSAGE, first_start.BUTTON,
+                         first_start.CLICK)  # fmt: skip
+        await until(service.snapshot, "the welcome to be shown")
+        [shown] = service.snapshot()
+        assert (shown.summary, shown.body) == (first_start.TITLE, first_start.MESSAGE)
+        assert not pressed
+        service.invoke(shown.id, shown.action(first_start.BUTTON))
+        await until(lambda: pressed, "the button's press to reach the app")
+
+    loop.run_until_complete(asyncio.wait_for(scenario(), DEADLINE))
+    notifier.close()
+    assert notifier.sent == [("welcome", "native")]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from app.notifier import message_of
-from app.tray import TrayApp
+from app.tray import TrayApp, shown_path
 from core import canonical
 from core.approvals import request_hash, request_value
 from core.canonical import JSONValue
@@ -334,9 +334,19 @@ def test_unauthenticated_decisions_are_said_in_the_menu_and_tooltip_every_time(
 ) -> None:
     from core.operator_key import choose_mode
 
-    assert not any("unauthenticated" in t for t in _texts(tray))
+    assert not any(t.startswith("Decisions unauthenticated") for t in _texts(tray))
     choose_mode(store, unauthenticated=True, by="operator", reason="no keyring here")
     make_pending(store)
     qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
     assert any(t.startswith("Decisions unauthenticated (your choice)") for t in _texts(tray))
     assert "decisions UNAUTHENTICATED" in tray.tray.toolTip()
+
+
+def test_the_tooltip_and_the_menu_name_the_database_the_app_watches(
+    store: Store, tray: TrayApp
+) -> None:
+    """Two apps on two homes are two icons (issue 21, item 7): each says which database."""
+    where = shown_path(store.path)
+    assert where.endswith("/home/signoff.db")
+    assert tray.tray.toolTip().startswith(f"Signoff on {where}:")
+    assert f"On {where}" in _texts(tray)  # not the platform's own folder: the menu says so too

@@ -58,6 +58,12 @@ def test_the_autostart_entry_says_what_the_desktop_entry_says(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     monkeypatch.setattr("sys.frozen", True, raising=False)
     monkeypatch.setattr("sys.executable", "/home/me/My Apps/signoff/signoff")
+    # The icon where the bundle's installer puts it (without it, the entry names the file).
+    icons = tmp_path / "data" / "icons" / "hicolor" / "scalable" / "apps"
+    icons.mkdir(parents=True)
+    (icons / f"{autostart.APP_ID}.svg").write_bytes(autostart.APP_ICON.read_bytes())
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("SIGNOFF_HOME", raising=False)
     autostart.set_enabled(True)
     path = tmp_path / "autostart" / autostart.ENTRY
     written, app = entry(path), entry(ENTRY)
