@@ -53,6 +53,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.model import Pending
+from app.words import class_explanation, class_words
 from core import marks, present
 
 KIND_TEXT = {
@@ -262,7 +263,9 @@ class ApprovalDialog(QDialog):
         self.headline.setFont(big)
         layout.addWidget(self.headline)
         kind = KIND_TEXT.get(pending.kind, "").format(reason=pending.reason)
-        self.kind_label = plain_label(kind or f"Approval of a {pending.side_effect or '?'} call.")
+        self.kind_label = plain_label(
+            kind or f"{class_words(pending.side_effect)}: needs your approval."
+        )
         if pending.kind in KIND_TEXT or pending.side_effect == "destructive":
             self.kind_label.setStyleSheet(f"font-weight: bold; color: {RED};")
         layout.addWidget(self.kind_label)
@@ -322,8 +325,11 @@ class ApprovalDialog(QDialog):
             ("Server", pending.server or "(library run)"),
         ):  # named by the server: any length, anything in them
             form.addRow(label, WrappedText(marks.visible(value, lines=False)))
+        side = pending.side_effect
+        shown_class = plain_label(f"{class_words(side)}: {class_explanation(side)}")
+        shown_class.setToolTip(side or "")  # the class's name, as the configuration writes it
+        form.addRow("Class", shown_class)
         for label, value in (
-            ("Class", pending.side_effect or "?"),
             ("Policy", pending.reason or "-"),
             ("Waiting", waited(pending.created_at)),
         ):

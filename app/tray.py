@@ -25,12 +25,14 @@ from app import autostart, config_outside
 from app.config_outside import ConfigOutsideDialog
 from app.dialog import ApprovalDialog
 from app.history import HistoryWindow
+from app.history_model import intact
 from app.keyring_worker import KeyringWorker
 from app.labels import dbus_menu_in_use, menu_text
 from app.model import AppModel, Pending
 from app.notifier import Notifier
 from app.settings import SettingsWindow
 from app.watcher import Watcher
+from app.words import class_words
 from core import operator_key, paths
 from core.approvals import approve, reject
 from core.errors import SignoffError
@@ -227,7 +229,7 @@ class TrayApp(QObject):
         try:
             why = config_record.glance(self.store, self.config_path)
         except SignoffError as e:
-            why = f"the recorded configuration cannot be read: {e} [{type(e).__name__}]"
+            why = f"the recorded configuration cannot be read: {e}"
         if why == self.config_outside:
             return
         self.config_outside = why
@@ -428,7 +430,7 @@ class TrayApp(QObject):
         header.setEnabled(False)
         for p in model.pending:
             action = menu.addAction(
-                self._label(f"{p.title} ({p.side_effect or '?'}) fingerprint {p.fingerprint}")
+                self._label(f"{p.title} ({class_words(p.side_effect)}) fingerprint {p.fingerprint}")
             )
             action.setData(p.id)  # opened by _menu_chosen
         menu.addSeparator()
@@ -436,11 +438,8 @@ class TrayApp(QObject):
         history.triggered.connect(self.open_history)
         settings = menu.addAction("Settings…")
         settings.triggered.connect(self.open_settings)
-        chain = menu.addAction(
-            self._label(
-                f"Chain: verified to event {witness.head.seq if witness.head else 0}, {anchor}"
-            )
-        )
+        seen = witness.head.seq if witness.head else 0
+        chain = menu.addAction(self._label(f"{intact(seen)}, {anchor}"))
         chain.setEnabled(False)
         pause = QAction("Pause notifications", menu)
         pause.setCheckable(True)
