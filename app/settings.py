@@ -26,6 +26,13 @@ from core.store import Store
 log = logging.getLogger("signoff.app")
 
 
+def said(error: Exception) -> str:
+    """An error as a window says it: its message, for a person; the error's name (for a bug
+    report) goes to the log, never into the window's text."""
+    log.info("refused: %s: %s", type(error).__name__, error)
+    return str(error)
+
+
 class SettingsState(QObject):
     """What the pages share: the file, the store, and the listings seen in this window."""
 
@@ -49,7 +56,7 @@ class SettingsState(QObject):
             self.config = configuration.load(self.config_path)
             self.load_error = ""
         except SignoffError as e:
-            self.load_error = f"{e} [{type(e).__name__}]"
+            self.load_error = said(e)
 
     def apply(self, change: Callable[[Path], configuration.Config]) -> str:
         """Run one change; "" when saved, else what refused it (and nothing changed)."""
@@ -57,7 +64,7 @@ class SettingsState(QObject):
         try:
             after = change(self.config_path)
         except (SignoffError, ValueError) as e:
-            return f"{e} [{type(e).__name__}]"
+            return said(e)
         self.config = after
         if self.store is not None:
             try:
@@ -67,7 +74,7 @@ class SettingsState(QObject):
             except SignoffError as e:  # saved, but not recorded: say so
                 log.warning("the policy change was saved but not recorded: %s", e)
                 self.changed.emit()
-                return f"saved, but not recorded in the history: {e} [{type(e).__name__}]"
+                return f"saved, but not recorded in the history: {said(e)}"
         self.changed.emit()
         return ""
 
@@ -83,7 +90,8 @@ class SettingsWindow(QDialog):
         from app.settings_tools import ToolsPage
 
         self.setWindowTitle("Signoff settings")
-        self.resize(1000, 680)
+        self.resize(1040, 700)  # fits a 1280x800 screen (and 2560x1600 at 200%) with its frame
+        self.setMinimumSize(720, 480)
         self.state = SettingsState(config_path, store)
         layout = QVBoxLayout(self)
         self.problem = QLabel()
