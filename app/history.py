@@ -57,17 +57,28 @@ from PySide6.QtWidgets import (
 from app.dialog import plain_label
 from app.history_model import (  # the data side of the window
     CALL_HASH_HELP,
+    CLASS,
+    DECIDED,
+    DURATION,
     FIXED_LABEL,
+    OUTCOME,
     OUTCOMES,
     RECHECK_PER_TICK,
+    SERVER,
+    TIME,
+    TIME_FORMAT,
+    TOOL,
     VERIFY_PAGE,
     VERIFY_PER_TICK,
     Filters,
     RunDetail,
     RunsModel,
+    intact,
     kept_banner,
+    outcome_words,
     read_detail,
 )
+from app.words import WORDS, class_words
 from core import present
 from core.chain import ChainVerifier, Head
 from core.errors import ChainBroken, HeadUnavailable, SignoffError
@@ -99,7 +110,7 @@ class HistoryWindow(QWidget):
 
         # The chain banner.
         banner = QHBoxLayout()
-        self.banner = plain_label("Chain: not verified yet in this window.")
+        self.banner = plain_label("Record: not verified yet in this window.")
         self.banner_state = "unverified"
         self.verify_button = QPushButton("Verify now")
         self.verify_button.clicked.connect(self.verify_now)
@@ -120,7 +131,7 @@ class HistoryWindow(QWidget):
         self.outcome_box = QComboBox()
         self.outcome_box.addItem("Any outcome", None)
         for outcome in OUTCOMES:
-            self.outcome_box.addItem(outcome, outcome)
+            self.outcome_box.addItem(outcome_words(outcome), outcome)
         self.time_range = QCheckBox("Between")
         self.since = QDateTimeEdit(QDateTime.currentDateTime().addDays(-7))
         self.until = QDateTimeEdit(QDateTime.currentDateTime().addDays(1))
@@ -131,6 +142,12 @@ class HistoryWindow(QWidget):
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search tool names and arguments")
         self.search.setClearButtonEnabled(True)
+        for box in (self.server_box, self.tool_box, self.class_box, self.outcome_box):
+            # A long server or tool name must not widen the row past the window.
+            box.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            box.setMinimumContentsLength(12)
         for widget in (self.server_box, self.tool_box, self.class_box, self.outcome_box,
                        self.time_range, self.since, QLabel("and"), self.until):  # fmt: skip
             filters.addWidget(widget)
@@ -159,14 +176,20 @@ class HistoryWindow(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setWordWrap(False)  # a cell is one line: a time is never broken in two
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(False)
+        # The free text (the tool's name) takes the spare width; the others are as wide as
+        # what they show, and the operator can widen any of them.
+        header.setSectionResizeMode(TOOL, QHeaderView.ResizeMode.Stretch)
         # Newest first, then whatever column header the operator clicks (sorted in SQL).
         self.table.horizontalHeader().setSortIndicator(0, Qt.SortOrder.DescendingOrder)
         self.table.setSortingEnabled(True)
         self.table.doubleClicked.connect(self._double_clicked)
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.model.modelReset.connect(self._model_reset)
+        self.model.rowsInserted.connect(self._fit_columns)
         splitter.addWidget(self.table)
 
         tabs = self.tabs = QTabWidget()
@@ -258,6 +281,32 @@ class HistoryWindow(QWidget):
         self._recheck_counts = [0, 0, 0]  # runs, evaluations, differences
         self.rechecking = False
         self._model_reset()
+        self.setMinimumSize(760, 520)
+
+    def _fit_columns(self) -> None:
+        """Widen the columns that must be read whole (time, class, outcome, duration) to
+        what they show, never narrowing one the operator widened."""
+        metrics = self.table.fontMetrics()
+        style = self.table.style()
+        pad = 2 * (style.pixelMetric(style.PixelMetric.PM_FocusFrameHMargin) + 1) + 8
+        header = self.table.horizontalHeader()
+        samples = {
+            TIME: [datetime(2026, 12, 28, 23, 58, 58).strftime(TIME_FORMAT)],
+            CLASS: [*WORDS.values(), class_words(None)],
+            OUTCOME: [outcome_words(o) for o in OUTCOMES],
+            DURATION: ["59 min 59 s"],
+            SERVER: [],
+            DECIDED: [],
+        }
+        for column, texts in samples.items():
+            need = max(
+                [header.sectionSizeHint(column), self.table.sizeHintForColumn(column)]
+                + [metrics.horizontalAdvance(t) + pad for t in texts]
+            )
+            if column in (SERVER, DECIDED):
+                need = min(need, 260)  # free text: the tooltip and the detail show it whole
+            if self.table.columnWidth(column) < need:
+                self.table.setColumnWidth(column, need)
 
     # --- refreshing and filtering -------------------------------------------------------
 
@@ -321,6 +370,7 @@ class HistoryWindow(QWidget):
             box.blockSignals(False)
 
     def _model_reset(self) -> None:
+        self._fit_columns()
         if self.selected_run_id is not None:
             row = self.model.row_of(self.selected_run_id)
             if row >= 0:
@@ -400,7 +450,7 @@ class HistoryWindow(QWidget):
         self.progress.setRange(0, max(self._verify_end, 1))
         self.progress.setValue(0)
         self.verify_button.setEnabled(False)
-        self._set_banner("verifying", f"Verifying the chain: 0 of {self._verify_end} events…")
+        self._set_banner("verifying", f"Verifying the record: 0 of {self._verify_end} events…")
         # The kept head is read on a thread of its own while the chain verifies here: a
         # keyring call never holds the window (a locked keyring may wait on its prompt).
         self._kept = _KEYRING.submit(self.heads.load, self.store.path)
@@ -429,16 +479,16 @@ class HistoryWindow(QWidget):
             self.progress.setValue(self._verify_after)
             if self._verify_after < self._verify_end:
                 self.banner.setText(
-                    f"Verifying the chain: {self._verify_after} of {self._verify_end} events…"
+                    f"Verifying the record: {self._verify_after} of {self._verify_end} events…"
                 )
                 return
             head = verifier.finish()
             if self._anchor(head):
                 return  # the log grew past the kept head: verify on to it
         except ChainBroken as e:
-            self._set_banner("broken", f"Chain broken at event {e.seq}: {e}")
+            self._set_banner("broken", f"Record broken at event {e.seq}: {e}")
         except SignoffError as e:
-            self._set_banner("error", f"Chain not verified: {e}")
+            self._set_banner("error", f"Record not verified: {e}")
         self._stop_verifying()
 
     def _anchor(self, head: Head) -> bool:
@@ -465,7 +515,7 @@ class HistoryWindow(QWidget):
         try:
             banner = kept_banner(self.store, head, self._kept.result() if self._kept else None)
         except HeadUnavailable as e:
-            banner = ("not_anchored", f"Chain verified up to event {head.seq}; not anchored: {e}")
+            banner = ("not_anchored", f"{intact(head.seq)}; not anchored: {e}")
         if banner is None:  # the log grew past the kept head: verify on to it
             self._verify_end = self.store.head().seq
             self.progress.setMaximum(self._verify_end)
