@@ -363,7 +363,8 @@ class HistoryWindow(QWidget):
             box.clear()
             box.addItem(everything, None)
             for value in values:
-                box.addItem(str(value), str(value))
+                shown = class_words(str(value)) if box is self.class_box else str(value)
+                box.addItem(shown, str(value))
             if current is not None and box.findData(current) < 0:
                 box.addItem(str(current), current)  # a chosen filter stays chosen
             box.setCurrentIndex(max(box.findData(current), 0))
