@@ -326,8 +326,9 @@ class ApprovalDialog(QDialog):
         ):  # named by the server: any length, anything in them
             form.addRow(label, WrappedText(marks.visible(value, lines=False)))
         side = pending.side_effect
-        shown_class = plain_label(f"{class_words(side)}: {class_explanation(side)}")
-        shown_class.setToolTip(side or "")  # the class's name, as the configuration writes it
+        shown_class = plain_label(class_words(side))  # the headline says what it does
+        # The class's name as the configuration and the terminal write it, and what it means.
+        shown_class.setToolTip(f"{side or 'no class'}: {class_explanation(side)}")
         form.addRow("Class", shown_class)
         for label, value in (
             ("Policy", pending.reason or "-"),

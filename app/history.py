@@ -147,12 +147,20 @@ class HistoryWindow(QWidget):
             box.setSizeAdjustPolicy(
                 QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
             )
-            box.setMinimumContentsLength(12)
-        for widget in (self.server_box, self.tool_box, self.class_box, self.outcome_box,
-                       self.time_range, self.since, QLabel("and"), self.until):  # fmt: skip
-            filters.addWidget(widget)
-        filters.addWidget(self.search, 1)
+            box.setMinimumContentsLength(9)
+        self.search.setMinimumWidth(
+            self.search.fontMetrics().horizontalAdvance(self.search.placeholderText()) + 48
+        )  # the placeholder whole, and the clear button
+        # Two rows: what a run is (server, tool, class, outcome), then when and what it says;
+        # one row would squeeze the search out of sight at 1100 px.
+        for box in (self.server_box, self.tool_box, self.class_box, self.outcome_box):
+            filters.addWidget(box, 1)
+        when = QHBoxLayout()
+        for widget in (self.time_range, self.since, QLabel("and"), self.until):
+            when.addWidget(widget)
+        when.addWidget(self.search, 1)
         layout.addLayout(filters)
+        layout.addLayout(when)
         self._fill_choices()
 
         self._search_timer = QTimer(self)

@@ -12,7 +12,7 @@ What counts as a problem:
 
 1. A label, button or check box whose text needs more room than it has: without word wrap,
    its size hint wider or taller than it is; with word wrap, more height for its width than
-   it has.
+   it has. An empty line edit whose hint (placeholder) is cut.
 2. A table column that must be read whole (``WHOLE``: time, state, class...) narrower than
    its header or its content needs on one line (unless the table wraps its cells and gave
    each row the height it needs), or lying past the table's right edge; any column's header
@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
     QLabel,
+    QLineEdit,
     QMenu,
     QPushButton,
     QScrollArea,
@@ -114,6 +115,12 @@ def text_problems(window: QWidget, name: str) -> list[str]:
                     found.append(f"{name}: label {shown!r} needs {hint.width()}x{hint.height()},"
                                  f" has {widget.width()}x{widget.height()}"
                                  f" ({_where(widget, window)})")  # fmt: skip
+        elif isinstance(widget, QLineEdit) and not widget.text() and widget.placeholderText():
+            need = widget.fontMetrics().horizontalAdvance(widget.placeholderText())
+            room = widget.width() - 12  # the frame and the text margins
+            if need > room:
+                found.append(f"{name}: the hint {widget.placeholderText()!r} needs {need} px,"
+                             f" has {room} ({_where(widget, window)})")  # fmt: skip
         elif isinstance(widget, QPushButton | QCheckBox) and widget.text():
             hint = widget.sizeHint()
             if hint.width() > widget.width():
