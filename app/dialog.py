@@ -22,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 
 from PySide6.QtCore import QSize, QSizeF, Qt, Signal
@@ -127,6 +128,14 @@ def resolution(argument: present.Argument) -> str | None:
     where = argument.resolves
     parts = [f"→ resolves to {marks.visible(where, lines=False)}"] if where is not None else []
     return " ".join(parts + ([CLIMBS] if argument.climbs else []))
+
+
+_CLASS_NAME = re.compile(r"\b(read_only|local_mutation|remote_mutation|destructive)\b")
+
+
+def _class_in_words(found: re.Match[str]) -> str:
+    """A class named in the policy's reason, as the window names it: “Changes this computer”."""
+    return f"“{class_words(found[1])}”"
 
 
 def plain_label(text: str, *, wrap: bool = True) -> QLabel:
@@ -331,7 +340,7 @@ class ApprovalDialog(QDialog):
         shown_class.setToolTip(f"{side or 'no class'}: {class_explanation(side)}")
         form.addRow("Class", shown_class)
         for label, value in (
-            ("Policy", pending.reason or "-"),
+            ("Policy", _CLASS_NAME.sub(_class_in_words, pending.reason) or "-"),
             ("Waiting", waited(pending.created_at)),
         ):
             form.addRow(label, plain_label(marks.visible(value, lines=False)))

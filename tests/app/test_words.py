@@ -8,14 +8,18 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QLabel
 
+from app.dialog import ApprovalDialog
 from app.history_model import intact, status_words
+from app.model import read_pending
 from app.settings import SettingsState
 from app.settings_policy import PolicyPage
 from app.words import class_explanation, class_words
 from core import paths
 from core.errors import SignoffError
 from core.proxy import manage
+from core.store import Store
 from core.tools import SideEffect
+from tests.app.pending import make_pending
 
 
 @pytest.mark.parametrize("side_effect", list(SideEffect))
@@ -50,6 +54,20 @@ def test_the_policy_page_names_each_class_in_words_and_explains_it(home: Path, q
         assert class_words(side_effect) in shown
         assert page.explanations[side_effect].text() == class_explanation(side_effect)
     assert not [text for text in shown if any(s.value in text for s in SideEffect)]
+
+
+def test_the_approval_dialog_names_the_class_in_words_and_keeps_its_name_in_a_tooltip(
+    store: Store, qtbot
+) -> None:
+    make_pending(store, tool="push")
+    [pending] = read_pending(store)
+    dialog = ApprovalDialog(pending)
+    qtbot.addWidget(dialog)
+    shown = [label.text() for label in dialog.findChildren(QLabel)]
+    assert "Changes things elsewhere" in shown
+    assert any("“Changes things elsewhere”" in text for text in shown)  # the policy's reason
+    assert not [text for text in shown if "remote_mutation" in text]
+    assert any("remote_mutation" in label.toolTip() for label in dialog.findChildren(QLabel))
 
 
 def test_a_refused_change_says_why_without_the_errors_class_name(home: Path) -> None:
