@@ -116,6 +116,11 @@ with tempfile.TemporaryDirectory(prefix="signoff-screens-") as scratch:
         title = f"Signoff: {waiting['server']}/{waiting['tool']} asks for approval"
         dialog = wait_for(lambda: desktop.window_named(title), f"the dialog {title!r}")
         frame = wait_for(lambda: desktop.toplevel(dialog), "the dialog's frame")
+        # The notification stays until it is acted on; taken off the screen (not closed), so
+        # that it does not cover the dialog's corner in the shot.
+        for shown in desktop.notifications():
+            desktop.run("xdotool", "windowunmap", "--sync", shown.id)
+        wait_for(lambda: not desktop.notifications(), "the notification off the screen")
         desktop.screenshot(out / "approval-dialog.png", around(frame))
 
 for name in ("first-run.png", "notification.png", "tray-menu.png", "approval-dialog.png"):
