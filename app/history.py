@@ -63,7 +63,6 @@ from app.history_model import (  # the data side of the window
     FIXED_LABEL,
     OUTCOME,
     OUTCOMES,
-    RECHECK_PER_TICK,
     SERVER,
     TIME,
     TIME_FORMAT,
@@ -78,6 +77,7 @@ from app.history_model import (  # the data side of the window
     outcome_words,
     read_detail,
 )
+from app.history_recheck import RecheckTab
 from app.words import WORDS, class_words
 from core import present
 from core.chain import ChainVerifier, Head
@@ -234,23 +234,8 @@ class HistoryWindow(QWidget):
         run_layout.addWidget(self.detail, 1)
         tabs.addTab(run_tab, "Run")
 
-        recheck_tab = QWidget()
-        recheck_layout = QVBoxLayout(recheck_tab)
-        recheck_row = QHBoxLayout()
-        recheck_row.addWidget(QLabel("Would today's policy decide the same?"), 1)
-        self.recheck_selected_button = QPushButton("Re-check the selected run")
-        self.recheck_all_button = QPushButton("Re-check all runs")
-        self.recheck_selected_button.clicked.connect(self.recheck_selected)
-        self.recheck_all_button.clicked.connect(self.recheck_all)
-        recheck_row.addWidget(self.recheck_selected_button)
-        recheck_row.addWidget(self.recheck_all_button)
-        recheck_layout.addLayout(recheck_row)
-        self.recheck_view = QPlainTextEdit()
-        self.recheck_view.setReadOnly(True)
-        self.recheck_view.setFont(mono)
-        recheck_layout.addWidget(self.recheck_view, 1)
-        tabs.addTab(recheck_tab, "Re-check")
-        self.recheck_tab = recheck_tab
+        self.recheck_tab = RecheckTab(store, config_path, self._runs_to_recheck, mono)
+        tabs.addTab(self.recheck_tab, "Re-check")
         splitter.addWidget(tabs)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
@@ -280,14 +265,6 @@ class HistoryWindow(QWidget):
         self._verify_end = 0
         self._verified_once = False
 
-        self._recheck_timer = QTimer(self)
-        self._recheck_timer.setInterval(0)
-        self._recheck_timer.timeout.connect(self._recheck_tick)
-        self._recheck_queue: list[str] = []
-        self._recheck_policy: Any = None
-        self._recheck_lines: list[str] = []
-        self._recheck_counts = [0, 0, 0]  # runs, evaluations, differences
-        self.rechecking = False
         self._model_reset()
         self.setMinimumSize(760, 520)
 
@@ -546,75 +523,24 @@ class HistoryWindow(QWidget):
         weight = "bold" if state == "broken" else "normal"
         self.banner.setStyleSheet(f"color: {color}; font-weight: {weight};" if color else "")
 
-    # --- re-checking --------------------------------------------------------------------
+    # --- re-checking (app/history_recheck.py) ---------------------------------------------
 
-    def _policy(self) -> Any:
-        from core.proxy.config import load
-
-        return load(self.config_path).policy()
+    def _runs_to_recheck(self) -> list[str]:
+        return self.selected_run_ids() or ([self.selected_run_id] if self.selected_run_id else [])
 
     def recheck_selected(self) -> None:
-        ids = self.selected_run_ids() or ([self.selected_run_id] if self.selected_run_id else [])
-        if not ids:
-            self.recheck_view.setPlainText("Select a run to re-check.")
-            return
-        self._start_recheck(ids)
+        self.recheck_tab.recheck_selected()
 
     def recheck_all(self) -> None:
-        with self.store.snapshot() as conn:
-            ids = [r[0] for r in conn.execute("SELECT id FROM runs ORDER BY created_at, rowid")]
-        self._start_recheck(ids)
+        self.recheck_tab.recheck_all()
 
-    def _start_recheck(self, run_ids: list[str]) -> None:
-        try:
-            self._recheck_policy = self._policy()
-        except SignoffError as e:
-            self.recheck_view.setPlainText(f"Today's policy cannot be read: {e}")
-            return
-        self._recheck_queue = list(reversed(run_ids))
-        self._recheck_lines = []
-        self._recheck_counts = [0, 0, 0]
-        self.rechecking = True
-        self.recheck_all_button.setEnabled(False)
-        self.recheck_selected_button.setEnabled(False)
-        self.recheck_view.setPlainText(f"Re-checking {len(run_ids)} runs…")
-        self._recheck_timer.start()
+    @property
+    def rechecking(self) -> bool:
+        return self.recheck_tab.rechecking
 
-    def _recheck_tick(self) -> None:
-        from core.recheck import recheck
-
-        for _ in range(RECHECK_PER_TICK):
-            if not self._recheck_queue:
-                break
-            run_id = self._recheck_queue.pop()
-            self._recheck_counts[0] += 1
-            try:
-                result = recheck(self.store, run_id, self._recheck_policy)
-            except SignoffError as e:
-                self._recheck_lines.append(f"{run_id}: cannot be re-checked: {e}")
-                continue
-            self._recheck_counts[1] += result.evaluations
-            for d in result.differences:
-                self._recheck_counts[2] += 1
-                self._recheck_lines.append(
-                    f"{d.run_id} step {d.step}: then {_decision(d.then)}"
-                    f" (policy {d.then_policy or '?'}); now {_decision(d.now)}"
-                    f" (policy {d.now_policy or '?'})"
-                )
-        runs, evaluations, differences = self._recheck_counts
-        head = (
-            f"{runs} runs, {evaluations} evaluations re-checked with today's policy"
-            f" ({self.config_path}): "
-            + ("the same decisions." if differences == 0 else f"{differences} differ:")
-        )
-        if self._recheck_queue:
-            self.recheck_view.setPlainText(head + f" ({len(self._recheck_queue)} runs to go…)")
-            return
-        self._recheck_timer.stop()
-        self.rechecking = False
-        self.recheck_all_button.setEnabled(True)
-        self.recheck_selected_button.setEnabled(True)
-        self.recheck_view.setPlainText("\n".join([head, *self._recheck_lines]))
+    @property
+    def recheck_view(self) -> QPlainTextEdit:
+        return self.recheck_tab.view
 
     # --- exporting ----------------------------------------------------------------------
 
@@ -648,11 +574,6 @@ class HistoryWindow(QWidget):
             self.count_label.setText(f"Not exported: {e}")
             return
         self.count_label.setText(f"Exported {count} runs to {name}")
-
-
-def _decision(d: Any) -> str:
-    kind = f" ({d.kind})" if d.kind else ""
-    return f"{d.outcome.value}{kind}"
 
 
 def _store_time(moment: QDateTime) -> str:
