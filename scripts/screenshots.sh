@@ -7,8 +7,9 @@
 # on Xvfb with xfce4-notifyd, trayer and openbox, in a throw-away SIGNOFF_HOME whose one pending
 # approval is made by a real call through `signoff proxy` (the fake notes server of the tests).
 # Uses the desktop of tests/app/test_xvfb_desktop.py; ends everything it started. Then, into
-# the same folder, the history window (scripts/screenshot-history.sh) and every settings page
-# with the add-server dialog and the wiring preview (scripts/screenshot-settings.sh).
+# the same folder: the dialog for a long request (scripts/screenshot_dialog.py), the history
+# window (scripts/screenshot-history.sh), and every settings page with the add-server dialog
+# and the wiring preview (scripts/screenshot-settings.sh).
 # SIGNOFF_NO_SETUP=1 uses .venv as it is (a worktree sharing another checkout's .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -126,5 +127,7 @@ with tempfile.TemporaryDirectory(prefix="signoff-screens-") as scratch:
 for name in ("first-run.png", "notification.png", "tray-menu.png", "approval-dialog.png"):
     print(out / name)
 PY
+QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshot_dialog.py \
+    "$out/approval-dialog-long.png" 2> >(grep -v propagateSizeHints >&2)
 bash scripts/screenshot-history.sh "$out"
 bash scripts/screenshot-settings.sh "$out"
