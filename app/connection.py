@@ -10,6 +10,7 @@ its raw ``tools/list`` answers come back on stdout and are read here by the same
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -19,6 +20,8 @@ from core import hosts
 from core.errors import SignoffError
 from core.proxy.config import ServerConfig
 from core.proxy.pins import MAX_LISTING_BYTES, read_listing
+
+_ERROR_NAME = re.compile(r" \[[A-Za-z]+\]$")  # how the CLI ends an error: " [UpstreamStartFailed]"
 
 TIMEOUT_SECONDS = 60.0
 
@@ -93,7 +96,7 @@ class ConnectionTest(QObject):
             err = bytes(self.process.readAllStandardError().data()).decode("utf-8", "replace")
             lines = [line for line in err.splitlines() if line.strip()]
             why = lines[-1].removeprefix("signoff: ") if lines else f"exited with code {code}"
-            self._fail(why)
+            self._fail(_ERROR_NAME.sub("", why))  # the command's error name is for the terminal
             return
         first, *pages = [line for line in bytes(self._out).split(b"\n") if line.strip()] or [b""]
         try:
@@ -103,7 +106,7 @@ class ConnectionTest(QObject):
             self._fail("the server's handshake could not be read")
             return
         except SignoffError as e:
-            self._fail(f"{e} [{type(e).__name__}]")
+            self._fail(str(e))  # the error's name is for the log, not the window
             return
         self._end()
         self.listed.emit(self.name, listing, handshake if isinstance(handshake, dict) else {})

@@ -22,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 
 from PySide6.QtCore import QSize, QSizeF, Qt, Signal
@@ -53,6 +54,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.model import Pending
+from app.words import class_explanation, class_words
 from core import marks, present
 from core.records import ApprovalView
 
@@ -127,6 +129,14 @@ def resolution(argument: present.Argument) -> str | None:
     where = argument.resolves
     parts = [f"→ resolves to {marks.visible(where, lines=False)}"] if where is not None else []
     return " ".join(parts + ([CLIMBS] if argument.climbs else []))
+
+
+_CLASS_NAME = re.compile(r"\b(read_only|local_mutation|remote_mutation|destructive)\b")
+
+
+def _class_in_words(found: re.Match[str]) -> str:
+    """A class named in the policy's reason, as the window names it: “Changes this computer”."""
+    return f"“{class_words(found[1])}”"
 
 
 def plain_label(text: str, *, wrap: bool = True) -> QLabel:
@@ -263,7 +273,9 @@ class ApprovalDialog(QDialog):
         self.headline.setFont(big)
         layout.addWidget(self.headline)
         kind = KIND_TEXT.get(pending.kind, "").format(reason=pending.reason)
-        self.kind_label = plain_label(kind or f"Approval of a {pending.side_effect or '?'} call.")
+        self.kind_label = plain_label(
+            kind or f"{class_words(pending.side_effect)}: needs your approval."
+        )
         if pending.kind in KIND_TEXT or pending.side_effect == "destructive":
             self.kind_label.setStyleSheet(f"font-weight: bold; color: {RED};")
         layout.addWidget(self.kind_label)
@@ -323,9 +335,13 @@ class ApprovalDialog(QDialog):
             ("Server", pending.server or "(library run)"),
         ):  # named by the server: any length, anything in them
             form.addRow(label, WrappedText(marks.visible(value, lines=False)))
+        side = pending.side_effect
+        shown_class = plain_label(class_words(side))  # the headline says what it does
+        # The class's name as the configuration and the terminal write it, and what it means.
+        shown_class.setToolTip(f"{side or 'no class'}: {class_explanation(side)}")
+        form.addRow("Class", shown_class)
         for label, value in (
-            ("Class", pending.side_effect or "?"),
-            ("Policy", pending.reason or "-"),
+            ("Policy", _CLASS_NAME.sub(_class_in_words, pending.reason) or "-"),
             ("Waiting", waited(pending.created_at)),
         ):
             form.addRow(label, plain_label(marks.visible(value, lines=False)))

@@ -57,17 +57,28 @@ from PySide6.QtWidgets import (
 from app.dialog import plain_label
 from app.history_model import (  # the data side of the window
     CALL_HASH_HELP,
+    CLASS,
+    DECIDED,
+    DURATION,
     FIXED_LABEL,
+    OUTCOME,
     OUTCOMES,
-    RECHECK_PER_TICK,
+    SERVER,
+    TIME,
+    TIME_FORMAT,
+    TOOL,
     VERIFY_PAGE,
     VERIFY_PER_TICK,
     Filters,
     RunDetail,
     RunsModel,
+    intact,
     kept_banner,
+    outcome_words,
     read_detail,
 )
+from app.history_recheck import RecheckTab
+from app.words import WORDS, class_words
 from core import present
 from core.chain import ChainVerifier, Head
 from core.errors import ChainBroken, HeadUnavailable, SignoffError
@@ -99,7 +110,7 @@ class HistoryWindow(QWidget):
 
         # The chain banner.
         banner = QHBoxLayout()
-        self.banner = plain_label("Chain: not verified yet in this window.")
+        self.banner = plain_label("Record: not verified yet in this window.")
         self.banner_state = "unverified"
         self.verify_button = QPushButton("Verify now")
         self.verify_button.clicked.connect(self.verify_now)
@@ -120,7 +131,7 @@ class HistoryWindow(QWidget):
         self.outcome_box = QComboBox()
         self.outcome_box.addItem("Any outcome", None)
         for outcome in OUTCOMES:
-            self.outcome_box.addItem(outcome, outcome)
+            self.outcome_box.addItem(outcome_words(outcome), outcome)
         self.time_range = QCheckBox("Between")
         self.since = QDateTimeEdit(QDateTime.currentDateTime().addDays(-7))
         self.until = QDateTimeEdit(QDateTime.currentDateTime().addDays(1))
@@ -131,11 +142,25 @@ class HistoryWindow(QWidget):
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search tool names and arguments")
         self.search.setClearButtonEnabled(True)
-        for widget in (self.server_box, self.tool_box, self.class_box, self.outcome_box,
-                       self.time_range, self.since, QLabel("and"), self.until):  # fmt: skip
-            filters.addWidget(widget)
-        filters.addWidget(self.search, 1)
+        for box in (self.server_box, self.tool_box, self.class_box, self.outcome_box):
+            # A long server or tool name must not widen the row past the window.
+            box.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            box.setMinimumContentsLength(9)
+        self.search.setMinimumWidth(
+            self.search.fontMetrics().horizontalAdvance(self.search.placeholderText()) + 48
+        )  # the placeholder whole, and the clear button
+        # Two rows: what a run is (server, tool, class, outcome), then when and what it says;
+        # one row would squeeze the search out of sight at 1100 px.
+        for box in (self.server_box, self.tool_box, self.class_box, self.outcome_box):
+            filters.addWidget(box, 1)
+        when = QHBoxLayout()
+        for widget in (self.time_range, self.since, QLabel("and"), self.until):
+            when.addWidget(widget)
+        when.addWidget(self.search, 1)
         layout.addLayout(filters)
+        layout.addLayout(when)
         self._fill_choices()
 
         self._search_timer = QTimer(self)
@@ -159,14 +184,20 @@ class HistoryWindow(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setWordWrap(False)  # a cell is one line: a time is never broken in two
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(False)
+        # The free text (the tool's name) takes the spare width; the others are as wide as
+        # what they show, and the operator can widen any of them.
+        header.setSectionResizeMode(TOOL, QHeaderView.ResizeMode.Stretch)
         # Newest first, then whatever column header the operator clicks (sorted in SQL).
         self.table.horizontalHeader().setSortIndicator(0, Qt.SortOrder.DescendingOrder)
         self.table.setSortingEnabled(True)
         self.table.doubleClicked.connect(self._double_clicked)
         self.table.selectionModel().currentRowChanged.connect(self._current_changed)
         self.model.modelReset.connect(self._model_reset)
+        self.model.rowsInserted.connect(self._fit_columns)
         splitter.addWidget(self.table)
 
         tabs = self.tabs = QTabWidget()
@@ -203,23 +234,8 @@ class HistoryWindow(QWidget):
         run_layout.addWidget(self.detail, 1)
         tabs.addTab(run_tab, "Run")
 
-        recheck_tab = QWidget()
-        recheck_layout = QVBoxLayout(recheck_tab)
-        recheck_row = QHBoxLayout()
-        recheck_row.addWidget(QLabel("Would today's policy decide the same?"), 1)
-        self.recheck_selected_button = QPushButton("Re-check the selected run")
-        self.recheck_all_button = QPushButton("Re-check all runs")
-        self.recheck_selected_button.clicked.connect(self.recheck_selected)
-        self.recheck_all_button.clicked.connect(self.recheck_all)
-        recheck_row.addWidget(self.recheck_selected_button)
-        recheck_row.addWidget(self.recheck_all_button)
-        recheck_layout.addLayout(recheck_row)
-        self.recheck_view = QPlainTextEdit()
-        self.recheck_view.setReadOnly(True)
-        self.recheck_view.setFont(mono)
-        recheck_layout.addWidget(self.recheck_view, 1)
-        tabs.addTab(recheck_tab, "Re-check")
-        self.recheck_tab = recheck_tab
+        self.recheck_tab = RecheckTab(store, config_path, self._runs_to_recheck, mono)
+        tabs.addTab(self.recheck_tab, "Re-check")
         splitter.addWidget(tabs)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
@@ -249,15 +265,33 @@ class HistoryWindow(QWidget):
         self._verify_end = 0
         self._verified_once = False
 
-        self._recheck_timer = QTimer(self)
-        self._recheck_timer.setInterval(0)
-        self._recheck_timer.timeout.connect(self._recheck_tick)
-        self._recheck_queue: list[str] = []
-        self._recheck_policy: Any = None
-        self._recheck_lines: list[str] = []
-        self._recheck_counts = [0, 0, 0]  # runs, evaluations, differences
-        self.rechecking = False
         self._model_reset()
+        self.setMinimumSize(760, 520)
+
+    def _fit_columns(self) -> None:
+        """Widen the columns that must be read whole (time, class, outcome, duration) to
+        what they show, never narrowing one the operator widened."""
+        metrics = self.table.fontMetrics()
+        style = self.table.style()
+        pad = 2 * (style.pixelMetric(style.PixelMetric.PM_FocusFrameHMargin) + 1) + 8
+        header = self.table.horizontalHeader()
+        samples = {
+            TIME: [datetime(2026, 12, 28, 23, 58, 58).strftime(TIME_FORMAT)],
+            CLASS: [*WORDS.values(), class_words(None)],
+            OUTCOME: [outcome_words(o) for o in OUTCOMES],
+            DURATION: ["59 min 59 s"],
+            SERVER: [],
+            DECIDED: [],
+        }
+        for column, texts in samples.items():
+            need = max(
+                [header.sectionSizeHint(column), self.table.sizeHintForColumn(column)]
+                + [metrics.horizontalAdvance(t) + pad for t in texts]
+            )
+            if column in (SERVER, DECIDED):
+                need = min(need, 260)  # free text: the tooltip and the detail show it whole
+            if self.table.columnWidth(column) < need:
+                self.table.setColumnWidth(column, need)
 
     # --- refreshing and filtering -------------------------------------------------------
 
@@ -314,13 +348,15 @@ class HistoryWindow(QWidget):
             box.clear()
             box.addItem(everything, None)
             for value in values:
-                box.addItem(str(value), str(value))
+                shown = class_words(str(value)) if box is self.class_box else str(value)
+                box.addItem(shown, str(value))
             if current is not None and box.findData(current) < 0:
                 box.addItem(str(current), current)  # a chosen filter stays chosen
             box.setCurrentIndex(max(box.findData(current), 0))
             box.blockSignals(False)
 
     def _model_reset(self) -> None:
+        self._fit_columns()
         if self.selected_run_id is not None:
             row = self.model.row_of(self.selected_run_id)
             if row >= 0:
@@ -400,7 +436,7 @@ class HistoryWindow(QWidget):
         self.progress.setRange(0, max(self._verify_end, 1))
         self.progress.setValue(0)
         self.verify_button.setEnabled(False)
-        self._set_banner("verifying", f"Verifying the chain: 0 of {self._verify_end} events…")
+        self._set_banner("verifying", f"Verifying the record: 0 of {self._verify_end} events…")
         # The kept head is read on a thread of its own while the chain verifies here: a
         # keyring call never holds the window (a locked keyring may wait on its prompt).
         self._kept = _KEYRING.submit(self.heads.load, self.store.path)
@@ -429,16 +465,16 @@ class HistoryWindow(QWidget):
             self.progress.setValue(self._verify_after)
             if self._verify_after < self._verify_end:
                 self.banner.setText(
-                    f"Verifying the chain: {self._verify_after} of {self._verify_end} events…"
+                    f"Verifying the record: {self._verify_after} of {self._verify_end} events…"
                 )
                 return
             head = verifier.finish()
             if self._anchor(head):
                 return  # the log grew past the kept head: verify on to it
         except ChainBroken as e:
-            self._set_banner("broken", f"Chain broken at event {e.seq}: {e}")
+            self._set_banner("broken", f"Record broken at event {e.seq}: {e}")
         except SignoffError as e:
-            self._set_banner("error", f"Chain not verified: {e}")
+            self._set_banner("error", f"Record not verified: {e}")
         self._stop_verifying()
 
     def _anchor(self, head: Head) -> bool:
@@ -465,7 +501,7 @@ class HistoryWindow(QWidget):
         try:
             banner = kept_banner(self.store, head, self._kept.result() if self._kept else None)
         except HeadUnavailable as e:
-            banner = ("not_anchored", f"Chain verified up to event {head.seq}; not anchored: {e}")
+            banner = ("not_anchored", f"{intact(head.seq)}; not anchored: {e}")
         if banner is None:  # the log grew past the kept head: verify on to it
             self._verify_end = self.store.head().seq
             self.progress.setMaximum(self._verify_end)
@@ -487,75 +523,24 @@ class HistoryWindow(QWidget):
         weight = "bold" if state == "broken" else "normal"
         self.banner.setStyleSheet(f"color: {color}; font-weight: {weight};" if color else "")
 
-    # --- re-checking --------------------------------------------------------------------
+    # --- re-checking (app/history_recheck.py) ---------------------------------------------
 
-    def _policy(self) -> Any:
-        from core.proxy.config import load
-
-        return load(self.config_path).policy()
+    def _runs_to_recheck(self) -> list[str]:
+        return self.selected_run_ids() or ([self.selected_run_id] if self.selected_run_id else [])
 
     def recheck_selected(self) -> None:
-        ids = self.selected_run_ids() or ([self.selected_run_id] if self.selected_run_id else [])
-        if not ids:
-            self.recheck_view.setPlainText("Select a run to re-check.")
-            return
-        self._start_recheck(ids)
+        self.recheck_tab.recheck_selected()
 
     def recheck_all(self) -> None:
-        with self.store.snapshot() as conn:
-            ids = [r[0] for r in conn.execute("SELECT id FROM runs ORDER BY created_at, rowid")]
-        self._start_recheck(ids)
+        self.recheck_tab.recheck_all()
 
-    def _start_recheck(self, run_ids: list[str]) -> None:
-        try:
-            self._recheck_policy = self._policy()
-        except SignoffError as e:
-            self.recheck_view.setPlainText(f"Today's policy cannot be read: {e}")
-            return
-        self._recheck_queue = list(reversed(run_ids))
-        self._recheck_lines = []
-        self._recheck_counts = [0, 0, 0]
-        self.rechecking = True
-        self.recheck_all_button.setEnabled(False)
-        self.recheck_selected_button.setEnabled(False)
-        self.recheck_view.setPlainText(f"Re-checking {len(run_ids)} runs…")
-        self._recheck_timer.start()
+    @property
+    def rechecking(self) -> bool:
+        return self.recheck_tab.rechecking
 
-    def _recheck_tick(self) -> None:
-        from core.recheck import recheck
-
-        for _ in range(RECHECK_PER_TICK):
-            if not self._recheck_queue:
-                break
-            run_id = self._recheck_queue.pop()
-            self._recheck_counts[0] += 1
-            try:
-                result = recheck(self.store, run_id, self._recheck_policy)
-            except SignoffError as e:
-                self._recheck_lines.append(f"{run_id}: cannot be re-checked: {e}")
-                continue
-            self._recheck_counts[1] += result.evaluations
-            for d in result.differences:
-                self._recheck_counts[2] += 1
-                self._recheck_lines.append(
-                    f"{d.run_id} step {d.step}: then {_decision(d.then)}"
-                    f" (policy {d.then_policy or '?'}); now {_decision(d.now)}"
-                    f" (policy {d.now_policy or '?'})"
-                )
-        runs, evaluations, differences = self._recheck_counts
-        head = (
-            f"{runs} runs, {evaluations} evaluations re-checked with today's policy"
-            f" ({self.config_path}): "
-            + ("the same decisions." if differences == 0 else f"{differences} differ:")
-        )
-        if self._recheck_queue:
-            self.recheck_view.setPlainText(head + f" ({len(self._recheck_queue)} runs to go…)")
-            return
-        self._recheck_timer.stop()
-        self.rechecking = False
-        self.recheck_all_button.setEnabled(True)
-        self.recheck_selected_button.setEnabled(True)
-        self.recheck_view.setPlainText("\n".join([head, *self._recheck_lines]))
+    @property
+    def recheck_view(self) -> QPlainTextEdit:
+        return self.recheck_tab.view
 
     # --- exporting ----------------------------------------------------------------------
 
@@ -589,11 +574,6 @@ class HistoryWindow(QWidget):
             self.count_label.setText(f"Not exported: {e}")
             return
         self.count_label.setText(f"Exported {count} runs to {name}")
-
-
-def _decision(d: Any) -> str:
-    kind = f" ({d.kind})" if d.kind else ""
-    return f"{d.outcome.value}{kind}"
 
 
 def _store_time(moment: QDateTime) -> str:

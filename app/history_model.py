@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.words import class_explanation, class_words
 from core import canonical, present
 from core.chain import Head
 from core.errors import ChainBroken, SignoffError
@@ -34,6 +35,8 @@ EVENTS_SHOWN = 1_000  # events of one run listed in the detail pane
 OUTCOMES = ("completed", "failed", "denied", "pending", "rejected", "expired", "interrupted",
             "not repeated", "running")  # fmt: skip
 COLUMNS = ("Time", "Server", "Tool", "Class", "Outcome", "Decided by", "Duration")
+TIME, SERVER, TOOL, CLASS, OUTCOME, DECIDED, DURATION = range(len(COLUMNS))
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # what the Time column shows, always whole
 # Two hashes, one name each (docs/user-guide.md, "Deciding requests"): the approval's request
 # hash is the one the operator approves; a step's call hash only names the call.
 FIXED_LABEL = "Set by Signoff (fixed, sent with the arguments)"
@@ -226,9 +229,23 @@ def _duration(row: RunRow) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
 
 
+def outcome_words(outcome: str) -> str:
+    """An outcome as the window shows it: "Completed", "Not repeated"."""
+    return outcome[:1].upper() + outcome[1:]
+
+
+def status_words(status: str, reason: str | None) -> str:
+    """A run's stored status and end reason in words: "Completed", never "COMPLETED
+    (completed)"; the reason only when it says more than the status."""
+    said = status.replace("_", " ").capitalize()
+    if not reason or reason.replace("_", " ").lower() == said.lower():
+        return said
+    return f"{said} ({reason.replace('_', ' ')})"
+
+
 def _local(text: str) -> str:
     try:
-        return datetime.fromisoformat(text).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        return datetime.fromisoformat(text).astimezone().strftime(TIME_FORMAT)
     except ValueError:
         return text
 
@@ -304,12 +321,16 @@ class RunsModel(QAbstractTableModel):
                 _local(row.created_at),
                 row.server or "(library)",
                 row.tool or "?",
-                row.side_effect or "?",
-                row.outcome,
+                class_words(row.side_effect),
+                outcome_words(row.outcome),
                 row.decided,
                 _duration(row),
             )[index.column()]
         if role == Qt.ItemDataRole.ToolTipRole:
+            if index.column() == DECIDED:
+                return row.decided  # free text, cut to the column's width
+            if index.column() == CLASS and row.side_effect:
+                return f"{row.side_effect}: {class_explanation(row.side_effect)}"
             return f"run {row.id}, created {row.created_at}"
         if role == Qt.ItemDataRole.UserRole:
             return row.id
@@ -372,7 +393,7 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
         f"Run {rid}",
         f"  server {server or '(library)'}, tool {tool or '?'}",
         *([f"  asked by {host}"] if host else []),
-        f"  status {status}" + (f" ({end_reason})" if end_reason else ""),
+        f"  status: {status_words(status, end_reason)}",
         f"  created {created}, last change {updated}",
         f"  goal: {goal}",
     ]
@@ -385,7 +406,8 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
         side = _spec_field(spec, "side_effect")
         lines += [
             "",
-            f"Step {idx}: {name or '(no tool)'} [{side or '?'}], {s_status}",
+            f"Step {idx}: {name or '(no tool)'} ({class_words(side)}),"
+            f" {status_words(s_status, None)}",
             f"  started {started}" + (f", ended {ended}" if ended else ""),
             f"  arguments (canonical): {arguments if arguments is not None else '-'}",
             *_set_by_signoff(spec),
@@ -475,8 +497,8 @@ def kept_banner(store: Store, head: Head, kept: Head | None) -> tuple[str, str] 
     the keyring; None when the log grew past the kept head (verify on to it); ``ChainBroken``
     when the database no longer holds the kept head."""
     if kept is None:
-        return ("not_anchored", f"Chain verified up to event {head.seq}; not anchored: the"
-                " keyring holds no head for this database yet")  # fmt: skip
+        return ("not_anchored", f"{intact(head.seq)}; not anchored: the keyring holds no head"
+                " for this database yet")  # fmt: skip
     if kept.database_id != store.database_id:
         raise ChainBroken(
             f"the head kept for this place belongs to database {kept.database_id}, but"
@@ -499,5 +521,14 @@ def kept_banner(store: Store, head: Head, kept: Head | None) -> tuple[str, str] 
                 " rewritten from there or before",
                 seq=kept.seq,
             )
-    return ("anchored", f"Chain verified up to event {head.seq} and anchored in the keyring"
+    return ("anchored", f"{intact(head.seq)} and anchored in the keyring"
             f" (witnessed at event {kept.seq}).")  # fmt: skip
+
+
+def intact(seq: int) -> str:
+    """What a record that verified up to event ``seq`` is, in words."""
+    return (
+        "Record: intact (no events yet)"
+        if seq == 0
+        else f"Record intact: verified up to event {seq}"
+    )

@@ -27,6 +27,13 @@ from core.store import Store
 log = logging.getLogger("signoff.app")
 
 
+def said(error: Exception) -> str:
+    """An error as a window says it: its message, for a person; the error's name (for a bug
+    report) goes to the log, never into the window's text."""
+    log.info("refused: %s: %s", type(error).__name__, error)
+    return str(error)
+
+
 class SettingsState(QObject):
     """What the pages share: the file, the store, and the listings seen in this window."""
 
@@ -50,12 +57,13 @@ class SettingsState(QObject):
             self.config = configuration.load(self.config_path)
             self.load_error = ""
         except SignoffError as e:
-            self.load_error = f"{e} [{type(e).__name__}]"
+            self.load_error = said(e)
 
     def apply(self, change: Callable[[Path], configuration.Config]) -> str:
-        """Run one change; "" when saved, else what refused it (and nothing changed)."""
+        """Run one change; "" when saved, else what refused it, in words (and nothing
+        changed)."""
         problem = self.save(change)
-        return "" if problem is None else str(problem)
+        return "" if problem is None else problem.words
 
     def save(self, change: Callable[[Path], configuration.Config]) -> Problem | None:
         """Run one change, as the CLI does (``core.proxy.manage``: one write of the file, its
@@ -83,7 +91,7 @@ class SettingsState(QObject):
 @dataclass(frozen=True)
 class Problem:
     """Why a change was refused (or, ``saved``, kept out of the history): ``words`` for the
-    window, ``name`` (the error's) for a tooltip. ``str()`` gives both, as ``apply`` did."""
+    window, ``name`` (the error's) for a tooltip. ``str()`` gives both, for a tooltip."""
 
     words: str
     name: str
@@ -101,7 +109,7 @@ class Problem:
                 " change, try again"
             )
         else:
-            words = str(error)
+            words = said(error)
         if saved:
             words = f"saved, but not recorded in the history: {words}"
         return cls(words, type(error).__name__, saved)
@@ -135,7 +143,8 @@ class SettingsWindow(QDialog):
         from app.settings_tools import ToolsPage
 
         self.setWindowTitle("Signoff settings")
-        self.resize(1000, 680)
+        self.resize(1040, 700)  # fits a 1280x800 screen (and 2560x1600 at 200%) with its frame
+        self.setMinimumSize(720, 480)
         self.state = SettingsState(config_path, store)
         layout = QVBoxLayout(self)
         self.problem = QLabel()

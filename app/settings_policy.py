@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.settings import SettingsState
+from app.words import class_explanation, class_words
 from core.policy import DEFAULT_RULES, Rule
 from core.proxy import config as configuration
 from core.proxy import manage
@@ -45,6 +46,11 @@ TIMINGS = {
         "an approval not executed within this after you granted it lapses",
     ),
 }  # fmt: skip
+RULE_WORDS = {
+    Rule.ALLOW: "Allow",
+    Rule.APPROVE: "Ask me first",
+    Rule.DENY: "Deny",
+}
 NOTIFICATIONS = {
     "each": "a notification for each request (stays until you decide)",
     "tray": "the tray icon and its menu only",
@@ -59,16 +65,29 @@ class PolicyPage(QWidget):
         rules = QGroupBox("What each class of tool may do")
         rules_form = QFormLayout(rules)
         self.rules: dict[SideEffect, QComboBox] = {}
+        self.explanations: dict[SideEffect, QLabel] = {}
         for side_effect in SideEffect:
             box = QComboBox()
             for rule in Rule:
                 default = " (default)" if DEFAULT_RULES[side_effect] is rule else ""
-                box.addItem(f"{rule.value}{default}", rule.value)
+                box.addItem(f"{RULE_WORDS[rule]}{default}", rule.value)
             self.rules[side_effect] = box
-            rules_form.addRow(side_effect.value, box)
+            name = QLabel(class_words(side_effect))
+            name.setToolTip(side_effect.value)  # as the configuration and the terminal say it
+            explanation = QLabel(class_explanation(side_effect))
+            explanation.setWordWrap(True)
+            self.explanations[side_effect] = explanation
+            row = QHBoxLayout()
+            row.addWidget(box)
+            row.addWidget(explanation, 1)
+            rules_form.addRow(name, row)
+        widest = max(box.sizeHint().width() for box in self.rules.values())
+        for box in self.rules.values():
+            box.setMinimumWidth(widest)  # the rules in one column, their explanations in another
         layout.addWidget(rules)
         timing = QGroupBox("Timing")
         timing_form = QFormLayout(timing)
+        timing_form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         self.timings: dict[str, QDoubleSpinBox] = {}
         for name, (label, default, why) in TIMINGS.items():
             spin = QDoubleSpinBox()

@@ -28,6 +28,11 @@ from core.proxy.config import ServerConfig
 from core.proxy.pins import Listing, evaluate
 
 COLUMNS = ("Server", "Command", "Tools", "Needs you", "Last connection")
+NAME, COMMAND, TOOLS, NEEDS, LAST = range(len(COLUMNS))
+# The free-text columns are kept this narrow (elided in the middle, whole in the tooltip) so
+# that the state columns beside them are always read whole; the operator may widen them.
+FREE_TEXT_WIDTH = {NAME: 180, COMMAND: 240, LAST: 260}
+EDITOR_WIDTH = 640  # the add-server dialog: room for a command line and its test's outcome
 
 
 def _counts(server: ServerConfig, listing: Listing, handshake: dict[str, Any]) -> dict[str, int]:
@@ -67,9 +72,11 @@ class ServerEditor(QDialog):
         self.original = name
         self.setWindowTitle(f"Edit server {name}" if name else "Add a server")
         server = state.config.servers.get(name) if name else None
+        self.setMinimumWidth(EDITOR_WIDTH)
         form = QFormLayout(self)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.name = QLineEdit(name or "")
-        self.name.setPlaceholderText("letters, digits, - and _ (the host calls signoff proxy NAME)")
+        self.name.setPlaceholderText("letters, digits, - and _: the name your MCP host will use")
         self.command = QLineEdit(server.command if server else "")
         self.command.setPlaceholderText("npx, uvx, or a path")
         self.args = QLineEdit(shlex.join(server.args) if server else "")
@@ -82,8 +89,13 @@ class ServerEditor(QDialog):
         form.addRow("Variables passed through", self.env)
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.test)
+        test_row = QHBoxLayout()
+        test_row.addWidget(self.test_button)
+        test_row.addStretch(1)
+        form.addRow("", test_row)
+        # On a row of its own, the whole width: a server's error or tool list can be long.
         self.outcome = message_label()
-        form.addRow(self.test_button, self.outcome)
+        form.addRow(self.outcome)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
@@ -94,6 +106,15 @@ class ServerEditor(QDialog):
         self.listing: Listing | None = None  # what the last test listed, for self.tested
         self.handshake: dict[str, Any] = {}
         self.tested: ServerConfig | None = None
+
+    def say(self, text: str) -> None:
+        """Show the outcome of a test or a save, growing the dialog so that it is read whole."""
+        self.outcome.setText(text)
+        layout = self.layout()
+        need = layout.totalHeightForWidth(self.width()) if layout is not None else -1
+        if need > self.height():
+            room = self.screen().availableGeometry().height() - 60  # its frame stays on screen
+            self.resize(self.width(), min(need, room))
 
     def server(self) -> ServerConfig:
         """The server as the fields say (may raise ValueError for unbalanced quotes)."""
@@ -108,10 +129,10 @@ class ServerEditor(QDialog):
         try:
             server = self.server()
         except ValueError as e:
-            self.outcome.setText(f"The arguments cannot be read: {e}")
+            self.say(f"The arguments cannot be read: {e}")
             return
         if not server.command:
-            self.outcome.setText("Give the command first.")
+            self.say("Give the command first.")
             return
         if self.connection is not None and self.connection.running:
             self.connection.cancel()
@@ -119,7 +140,7 @@ class ServerEditor(QDialog):
         self.connection = ConnectionTest(server.name or "test", server, parent=self)
         self.connection.listed.connect(self._listed)
         self.connection.failed.connect(self._failed)
-        self.outcome.setText("Starting the server…")
+        self.say("Starting the server…")
         self.test_button.setEnabled(False)
         self.connection.start()
 
@@ -127,20 +148,20 @@ class ServerEditor(QDialog):
         self.test_button.setEnabled(True)
         names = ", ".join(t.name for t in listing.tools) or "no tools"
         dropped = f"; {len(listing.dropped)} malformed tools left out" if listing.dropped else ""
-        self.outcome.setText(f"Connected: {len(listing.tools)} tools ({names}){dropped}.")
+        self.say(f"Connected: {len(listing.tools)} tools ({names}){dropped}.")
         self.listing, self.handshake = listing, handshake
         self.connection_done.emit()
 
     def _failed(self, name: str, why: str) -> None:
         self.test_button.setEnabled(True)
-        self.outcome.setText(f"Could not connect: {why}")
+        self.say(f"Could not connect: {why}")
         self.connection_done.emit()
 
     def save(self) -> None:
         try:
             server = self.server()
         except ValueError as e:
-            self.outcome.setText(f"The arguments cannot be read: {e}")
+            self.say(f"The arguments cannot be read: {e}")
             return
         if self.original is None:
             error = self.state.apply(
@@ -159,7 +180,7 @@ class ServerEditor(QDialog):
                 )
             )
         if error:
-            self.outcome.setText(f"Not saved: {error}")
+            self.say(f"Not saved: {error}")
             return
         if self.connection is not None and self.connection.running:
             self.connection.cancel()
@@ -191,6 +212,8 @@ class ServersPage(QWidget):
         intro.setWordWrap(True)
         layout.addWidget(intro)
         self.table = row_table(COLUMNS)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a command's both ends
+        self.table.setWordWrap(False)
         # Bound methods, not lambdas or partials holding self (see app/tray.py).
         self.table.doubleClicked.connect(self._row_double_clicked)
         layout.addWidget(self.table, 1)
@@ -251,6 +274,8 @@ class ServersPage(QWidget):
             if server.name == selected:
                 self.table.selectRow(n)
         self.table.resizeColumnsToContents()
+        for column, width in FREE_TEXT_WIDTH.items():
+            self.table.setColumnWidth(column, min(self.table.columnWidth(column), width))
         has = bool(servers)
         for button in (self.edit_button, self.remove_button, self.test_button, self.tools_button):
             button.setEnabled(has)

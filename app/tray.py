@@ -26,12 +26,14 @@ from app.config_outside import ConfigOutsideDialog
 from app.demo import DemoRun
 from app.dialog import ApprovalDialog, decided_text
 from app.history import HistoryWindow
+from app.history_model import intact
 from app.keyring_worker import KeyringWorker
 from app.labels import dbus_menu_in_use, menu_text
 from app.model import AppModel, Pending
 from app.notifier import Notifier
 from app.settings import SettingsWindow
 from app.watcher import Watcher
+from app.words import class_words
 from core import operator_key, paths
 from core.approvals import approve, reject
 from core.demo import first_start
@@ -238,7 +240,7 @@ class TrayApp(QObject):
         try:
             why = config_record.glance(self.store, self.config_path)
         except SignoffError as e:
-            why = f"the recorded configuration cannot be read: {e} [{type(e).__name__}]"
+            why = f"the recorded configuration cannot be read: {e}"
         if why == self.config_outside:
             return
         self.config_outside = why
@@ -464,7 +466,7 @@ class TrayApp(QObject):
         header.setEnabled(False)
         for p in model.pending:
             action = menu.addAction(
-                self._label(f"{p.title} ({p.side_effect or '?'}) fingerprint {p.fingerprint}")
+                self._label(f"{p.title} ({class_words(p.side_effect)}) fingerprint {p.fingerprint}")
             )
             action.setData(p.id)  # opened by _menu_chosen
         menu.addSeparator()
@@ -478,11 +480,8 @@ class TrayApp(QObject):
             menu.addAction(TRY_DEMO).triggered.connect(self.try_demo)
         if self.demo.has_record():
             menu.addAction(DEMO_HISTORY).triggered.connect(self.demo.open_history)
-        chain = menu.addAction(
-            self._label(
-                f"Chain: verified to event {witness.head.seq if witness.head else 0}, {anchor}"
-            )
-        )
+        seen = witness.head.seq if witness.head else 0
+        chain = menu.addAction(self._label(f"{intact(seen)}, {anchor}"))
         chain.setEnabled(False)
         pause = QAction("Pause notifications", menu)
         pause.setCheckable(True)

@@ -1,23 +1,29 @@
-"""Plain words for what the windows show: a side-effect class as a person says it.
-
-The configuration, the CLI and the record keep the class's own name (``read_only``); a window
-says it in words (``read only``), and may give the name in a tooltip. What a class means, in a
-sentence, is ``core.present.CLASS_WORDS``.
-"""
+"""Side-effect classes in plain words: what a window shows where the configuration says
+``read_only`` (the name itself stays in tooltips and in the terminal)."""
 
 from __future__ import annotations
 
+from core.present import CLASS_WORDS
 from core.tools import SideEffect
 
-CLASS_NAMES = {
-    SideEffect.READ_ONLY: "read only",
-    SideEffect.LOCAL_MUTATION: "local change",
-    SideEffect.REMOTE_MUTATION: "external change",
-    SideEffect.DESTRUCTIVE: "destructive",
+WORDS: dict[str, str] = {
+    SideEffect.READ_ONLY: "Read-only",
+    SideEffect.LOCAL_MUTATION: "Changes this computer",
+    SideEffect.REMOTE_MUTATION: "Changes things elsewhere",
+    SideEffect.DESTRUCTIVE: "Destructive",
 }
 
 
-def class_words(side_effect: SideEffect) -> str:
-    """The class as a window says it: ``read only``, ``local change``, ``external change``,
-    ``destructive``."""
-    return CLASS_NAMES[side_effect]
+def class_words(side_effect: str | None) -> str:
+    """The class in a few words; "Not classified" for none, an unknown name as it is."""
+    if not side_effect:
+        return "Not classified"
+    return WORDS.get(side_effect, side_effect)
+
+
+def class_explanation(side_effect: str | None) -> str:
+    """One line saying what a tool of the class does, as a sentence."""
+    words = CLASS_WORDS.get(side_effect or "")
+    if words is None:
+        return "Not classified: the tool is not offered to the host."
+    return f"It {words}."

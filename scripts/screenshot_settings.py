@@ -1,4 +1,6 @@
-"""Draws the settings window's pages for docs/screenshots (run by screenshot-settings.sh)."""
+"""Draws the settings window's pages for docs/screenshots (run by screenshot-settings.sh):
+settings-servers, -tools, -diff, -policy, -add-server, -hosts (the page) and -wiring (its
+preview), each at the window's default size."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from core import paths  # noqa: E402
 from core.proxy import manage  # noqa: E402
 
 work = Path(sys.argv[1])
-out = Path("docs/screenshots")
+out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path("docs/screenshots")
 # A small notes server (tests/proxy/fake_server.py) whose listing is rewritten between two
 # connections, as a hostile update would reword one description.
 notes = work / "notes.txt"
@@ -49,11 +51,22 @@ def settle(until=lambda: True, seconds: float = 30) -> None:
 
 
 window = SettingsWindow(paths.config_path())
-window.resize(1180, 720)
 window.show()
 window.servers.select("notes")
 window.servers.test_selected()
 settle(lambda: "notes" in window.state.listings)
+window.servers.select("notes")
+settle()
+window.grab().save(str(out / "settings-servers.png"))
+editor = window.servers.add()
+editor.name.setText("github")
+editor.command.setText("npx")
+editor.args.setText("-y @modelcontextprotocol/server-githubb")
+editor.env.setText("GITHUB_PERSONAL_ACCESS_TOKEN")
+editor.test()
+settle(lambda: editor.test_button.isEnabled(), seconds=120)
+editor.grab().save(str(out / "settings-add-server.png"))
+editor.reject()
 window.tabs.setCurrentWidget(window.tools)
 window.tools.select_server("notes")
 window.tools.pin_all_new()
@@ -79,6 +92,9 @@ dialog.show()
 settle()
 dialog.grab().save(str(out / "settings-diff.png"))
 dialog.reject()
+window.tabs.setCurrentWidget(window.policy)
+settle()
+window.grab().save(str(out / "settings-policy.png"))
 
 desktop = work / ".config" / "Claude" / "claude_desktop_config.json"
 desktop.parent.mkdir(parents=True)
@@ -107,9 +123,10 @@ window.tabs.setCurrentWidget(window.hosts)
 window.hosts.file_edit.setText(str(desktop))
 window.hosts.read()
 settle()
+window.grab().save(str(out / "settings-hosts.png"))
 
 window.hosts.wire_selected()
 settle()
 if window.hosts.dialog is not None:
-    window.hosts.dialog.grab().save(str(out / "settings-hosts.png"))
+    window.hosts.dialog.grab().save(str(out / "settings-wiring.png"))
 print("\n".join(str(p) for p in sorted(out.glob("settings-*.png"))))

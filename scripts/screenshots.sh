@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Regenerates the screenshots in docs/screenshots/ (or the folder given) from the real app:
+#   first-run.png        the first start on an empty home: the welcome beside the tray icon
 #   notification.png     the approval's desktop notification, with Approve / Reject
 #   tray-menu.png        the tray icon's menu, with the pending request in it
 #   approval-dialog.png  the approval dialog (arguments, request hash), opened by a second `signoff`
 # on Xvfb with xfce4-notifyd, trayer and openbox, in a throw-away SIGNOFF_HOME whose one pending
 # approval is made by a real call through `signoff proxy` (the fake notes server of the tests).
-# Uses the desktop of tests/app/test_xvfb_desktop.py; ends everything it started.
+# Uses the desktop of tests/app/test_xvfb_desktop.py; ends everything it started. Then, into
+# the same folder: the dialog for a long request (scripts/screenshot_dialog.py), the history
+# window (scripts/screenshot-history.sh), and every settings page with the add-server dialog
+# and the wiring preview (scripts/screenshot-settings.sh).
+# SIGNOFF_NO_SETUP=1 uses .venv as it is (a worktree sharing another checkout's .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-docs/screenshots}")
-bash scripts/system-packages.sh
-bash scripts/setup.sh test
+if [ -z "${SIGNOFF_NO_SETUP:-}" ]; then
+    bash scripts/system-packages.sh
+    bash scripts/setup.sh test
+fi
 for tool in Xvfb xdotool xwininfo xprop import convert display trayer openbox dbus-daemon \
     dbus-send; do
     command -v "$tool" >/dev/null || {
@@ -20,7 +27,7 @@ for tool in Xvfb xdotool xwininfo xprop import convert display trayer openbox db
 done
 mkdir -p "$out"
 export PYTHONPATH=$PWD
-exec timeout 300 .venv/bin/python - "$out" <<'PY'
+timeout 300 .venv/bin/python - "$out" <<'PY'
 import os
 import subprocess
 import sys
@@ -55,11 +62,25 @@ with tempfile.TemporaryDirectory(prefix="signoff-screens-") as scratch:
     demo_server(rig, tmp / "notes.txt")
     with Desktop(tmp / "desktop") as desktop:
         desktop.start(window_manager=True, expire=6)  # the notification leaves room later
+        desktop.env["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the app of this checkout
         backdrop = tmp / "backdrop.png"
         subprocess.run(["convert", "-size", "1280x800", "gradient:#4f6d8a-#23364a",
                         str(backdrop)], check=True, timeout=60)
         # display sets the root window's background, then exits 1 all the same.
         desktop.run("display", "-window", "root", str(backdrop), check=False, timeout=60)
+
+        # The first start, on a home with nothing set up: the welcome, beside the icon.
+        first = tmp / "first"
+        first.mkdir(mode=0o700)
+        newcomer = start_app(desktop, first, name="first")
+        panel = desktop.tray_panel()
+        assert panel is not None
+        welcome = wait_for(lambda: desktop.notifications() or desktop.popups(),
+                           "the welcome shown on the first start")
+        desktop.screenshot(out / "first-run.png", around(*welcome, panel))
+        desktop.end(newcomer)
+        wait_for(lambda: desktop.tray_icon() is None, "the first app's icon gone")
+        wait_for(lambda: not desktop.notifications(), "the welcome gone", timeout=30)
         start_app(desktop, home)
 
         # A real call through the proxy, held briefly: it stays pending for the operator.
@@ -96,8 +117,17 @@ with tempfile.TemporaryDirectory(prefix="signoff-screens-") as scratch:
         title = f"Signoff: {waiting['server']}/{waiting['tool']} asks for approval"
         dialog = wait_for(lambda: desktop.window_named(title), f"the dialog {title!r}")
         frame = wait_for(lambda: desktop.toplevel(dialog), "the dialog's frame")
+        # The notification stays until it is acted on; taken off the screen (not closed), so
+        # that it does not cover the dialog's corner in the shot.
+        for shown in desktop.notifications():
+            desktop.run("xdotool", "windowunmap", "--sync", shown.id)
+        wait_for(lambda: not desktop.notifications(), "the notification off the screen")
         desktop.screenshot(out / "approval-dialog.png", around(frame))
 
-for name in ("notification.png", "tray-menu.png", "approval-dialog.png"):
+for name in ("first-run.png", "notification.png", "tray-menu.png", "approval-dialog.png"):
     print(out / name)
 PY
+QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshot_dialog.py \
+    "$out/approval-dialog-long.png" 2> >(grep -v propagateSizeHints >&2)
+bash scripts/screenshot-history.sh "$out"
+bash scripts/screenshot-settings.sh "$out"

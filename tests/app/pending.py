@@ -29,14 +29,15 @@ TOOLS = [
 
 
 def make_pending(store: Store, tool: str = "push", arguments: dict | None = None,
-                 run_id: str = "r1", kind: str = "",
-                 fixed: dict[str, Any] | None = None) -> ApprovalView:  # fmt: skip
+                 run_id: str = "r1", kind: str = "", fixed: dict[str, Any] | None = None,
+                 server: str = "srv") -> ApprovalView:  # fmt: skip
     """A request waiting for the operator. ``kind``: "" for the policy's own approval;
     ``duplicate`` as the proxy's duplicate rule asks one (the same call ran moments ago);
     ``interrupted_side_effect`` for a call the policy allowed whose server was cut off
     mid-call, so that its outcome is unknown; ``own_files`` for a call the policy allowed
     whose arguments name a path in ``OWN_FOLDER``, taken as Signoff's own folder here.
-    ``fixed``: the tool's fixed values, recorded in its spec as the proxy records them."""
+    ``fixed``: the tool's fixed values, recorded in its spec as the proxy records them.
+    ``server``: the server's name the call is recorded under."""
     # Stamped now, as a proxy stamps them: a tray's sweeper expires a request older than a day
     # by the wall clock (core/sweep.py rule 2), and FakeClock's fixed date is in the past.
     clock = FakeClock(now=datetime.now(UTC))
@@ -60,7 +61,7 @@ def make_pending(store: Store, tool: str = "push", arguments: dict | None = None
         policy = ConfigPolicy({CLASSES[tool]: Rule.ALLOW})
     else:
         assert not kind, f"no way to make a pending {kind!r}"
-    return _propose(store, tools, policy, clock, tool, arguments or {"n": 7}, run_id)
+    return _propose(store, tools, policy, clock, tool, arguments or {"n": 7}, run_id, server)
 
 
 # Short, so that a path in it fits a notification's line; nothing is made there.
@@ -68,9 +69,10 @@ OWN_FOLDER = Path("/tmp/signoff-own")
 
 
 def _propose(store: Store, tools: list[Tool], policy: Policy | None, clock: FakeClock,
-             tool: str, arguments: dict[str, Any], run_id: str) -> ApprovalView:  # fmt: skip
+             tool: str, arguments: dict[str, Any], run_id: str,
+             server: str = "srv") -> ApprovalView:  # fmt: skip
     gate = make_gate(store, tools, policy=policy, clock=clock, new_id=lambda: f"ap-{run_id}")
-    session = gate.begin(run_id, "goal", call=CallLabel("srv", tool, "k" * 64))
+    session = gate.begin(run_id, "goal", call=CallLabel(server, tool, "k" * 64))
     step = session.step()
     verdict = step.propose(Decision.tool_call(tool, arguments))
     if verdict.outcome == VerdictOutcome.ALLOWED:  # the call is made, and cut off

@@ -270,7 +270,7 @@ def test_approve_and_reject_carry_the_reason(store: Store, qtbot) -> None:
 def test_a_destructive_request_says_so(store: Store, qtbot) -> None:
     dialog = _dialog(store, qtbot, tool="delete")
     assert dialog.pending.side_effect == "destructive"
-    assert "destructive" in dialog.kind_label.text()
+    assert "Destructive" in dialog.kind_label.text()
 
 
 @pytest.mark.guarantee("G-APP-1")

@@ -260,7 +260,7 @@ def test_an_edited_event_shows_the_chain_broken_there(store: Store, home: Path, 
     window = open_window(store, home, qtbot, heads)
     verify(window, qtbot)
     assert window.banner_state == "broken"
-    assert window.banner.text().startswith("Chain broken at event 3:")
+    assert window.banner.text().startswith("Record broken at event 3:")
 
 
 def test_a_rewound_log_is_broken_against_the_kept_head(store: Store, home: Path, qtbot) -> None:
@@ -309,7 +309,7 @@ def test_a_pending_row_opens_its_approval(store: Store, home: Path, qtbot) -> No
     with qtbot.assertNotEmitted(window.open_approval):
         window.table.doubleClicked.emit(completed)
     pending = window.model.index(window.model.row_of("r1"), 4)
-    assert pending.data() == "pending"
+    assert pending.data() == "Pending"
     with qtbot.waitSignal(window.open_approval, timeout=1000) as blocker:
         window.table.doubleClicked.emit(pending)
     assert blocker.args == [approval.id]

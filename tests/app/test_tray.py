@@ -302,13 +302,14 @@ def test_menu_labels_are_written_for_the_tray_that_draws_them(
     store: Store, tray: TrayApp, qtbot
 ) -> None:
     """Under a StatusNotifierItem tray "_" is dbusmenu's mnemonic (app/labels.py)."""
-    approval = make_pending(store)
+    approval = make_pending(store, server="my_notes")
     qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
     fingerprint = tray.model.pending[0].fingerprint
-    assert f"srv/push (remote_mutation) fingerprint {fingerprint}" in _texts(tray)
+    said = "(Changes things elsewhere) fingerprint"  # the class in words (app/words.py)
+    assert f"my_notes/push {said} {fingerprint}" in _texts(tray)
     tray.dbus_menu = True
     tray._rebuild()
-    assert f"srv/push (remote__mutation) fingerprint {fingerprint}" in _texts(tray)
+    assert f"my__notes/push {said} {fingerprint}" in _texts(tray)
     assert approval.id
 
 
