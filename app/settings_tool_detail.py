@@ -48,7 +48,7 @@ def server_side(annotations: dict[str, object]) -> SideEffect:
 def in_words(text: str) -> str:
     """``text`` with each class's name said in words (``read_only`` -> ``read only``)."""
     for side_effect in SideEffect:
-        text = text.replace(side_effect.value, class_words(side_effect))
+        text = text.replace(side_effect.value, f"“{class_words(side_effect)}”")
     return text
 
 
@@ -274,8 +274,8 @@ class ToolDetail(QScrollArea):
         theirs = server_side(state.tool.annotations)
         overruled = " (you overruled the hints: it is offered)" if cfg.overrule_annotations else ""
         self.conflict_text.setText(f"{clash[0].upper()}{clash[1:]}.{overruled}")
-        self.take_server_class.setText(f"Classify it {class_words(theirs)}")
+        self.take_server_class.setText(f"Classify it “{class_words(theirs)}”")
         self.keep_my_class.setText(
-            f"Keep {class_words(cfg.side_effect)}: overrule the server's hints"
+            f"Keep “{class_words(cfg.side_effect)}”: overrule the server's hints"
         )
         self.keep_my_class.setEnabled(not cfg.overrule_annotations)

@@ -336,7 +336,7 @@ class ToolsPage(QWidget):
     def choose_class(self, value: str | None) -> str:
         """Classify the selected tool as ``value`` (None: no class); "" when saved."""
         side_effect = _side(value)
-        said = f"the class {class_words(side_effect)}" if side_effect else "no class: not offered"
+        said = f"the class “{class_words(side_effect)}”" if side_effect else "no class: not offered"
         return self._set(f"now has {said}", side_effect=value)
 
     def _class_chosen(self, _index: int) -> None:
@@ -370,7 +370,7 @@ class ToolsPage(QWidget):
             say_not_saved(self.message, problem)
             return str(problem)
         words = class_words(SideEffect(value))
-        say(self.message, f"Saved: {', '.join(tools)} now {_have(tools)} the class {words}.")
+        say(self.message, f"Saved: {', '.join(tools)} now {_have(tools)} the class “{words}”.")
         return ""
 
     def apply_suggestion(self) -> str:
@@ -494,7 +494,7 @@ class ToolsPage(QWidget):
         if current is None or current[1] is None:
             return
         theirs = server_side(current[1].annotations)
-        self._set(f"now has the class {class_words(theirs)}", side_effect=theirs.value,
+        self._set(f"now has the class “{class_words(theirs)}”", side_effect=theirs.value,
                   overrule_annotations=False)  # fmt: skip
 
     def resolve_with_mine(self) -> None:

@@ -78,13 +78,13 @@ def test_a_class_choice_survives_switching_tools_and_is_in_the_file_and_the_reco
     assert page.detail.side_effect.currentData() is None  # tool_1 has its own (no) class
     page.select_tool("tool_0")
     assert page.detail.side_effect.currentData() == "read_only"
-    assert page.detail.side_effect.currentText() == "read only"  # in words
+    assert page.detail.side_effect.currentText() == "Read-only"  # in words
     assert on_disk("tool_0") is SideEffect.READ_ONLY
     text = paths.config_path().read_text()
     assert recorded(store)[-1] == text  # the configuration in force is the file
     assert not config_record.state(store, paths.config_path()).changed_outside
     row = next(r for r in range(page.table.rowCount()) if page.table.item(r, 0).text() == "tool_0")
-    assert page.table.item(row, 2).text() == "read only"
+    assert page.table.item(row, 2).text() == "Read-only"
 
 
 def test_several_selected_tools_are_classified_at_once_in_one_write(
@@ -103,7 +103,7 @@ def test_several_selected_tools_are_classified_at_once_in_one_write(
     assert {t: on_disk(t) for t in chosen} == dict.fromkeys(chosen, SideEffect.DESTRUCTIVE)
     assert all(on_disk(f"tool_{n}") is None for n in (0, 1, 4, 5, 6, 8, 9, 10, 11, 12))
     assert page.message.text() == (
-        "Saved: tool_2, tool_3, tool_7, tool_13 now have the class destructive."
+        "Saved: tool_2, tool_3, tool_7, tool_13 now have the class “Destructive”."
     )
     assert page.selected_tools() == chosen  # still selected, for the next step
 
@@ -117,7 +117,7 @@ def test_the_servers_hint_is_shown_as_a_suggestion_and_applied_only_on_a_click(
     page.select_tool("tool_0")
     offer = page.detail.use_suggestion
     assert not page.detail.suggestion.isHidden()
-    assert offer.text() == "Use the server's suggestion: read only"
+    assert offer.text() == "Use the server's suggestion: Read-only"
     assert on_disk("tool_0") is None  # shown, not applied
     page.select_tool("tool_1")
     assert page.detail.suggestion.isHidden()  # no hints, no suggestion
@@ -176,7 +176,7 @@ def test_a_class_that_cannot_be_saved_is_kept_said_in_words_and_saved_on_try_aga
     page.select_tool("tool_0")
     assert page.detail.side_effect.currentData() == "local_mutation"  # the choice is kept
     row = next(r for r in range(page.table.rowCount()) if page.table.item(r, 0).text() == "tool_0")
-    assert page.table.item(row, 2).text() == "local change (not saved)"
+    assert page.table.item(row, 2).text() == "Changes this computer (not saved)"
     assert page.detail.retry.isVisibleTo(page)
     answer(page, QMessageBox.StandardButton.Cancel)
     window.close()
