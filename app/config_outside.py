@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.words import said
 from core import wake
 from core.errors import SignoffError
 from core.proxy import config as configuration
@@ -85,7 +86,7 @@ class ConfigOutsideDialog(QDialog):
         try:
             now = config_record.state(self.store, self.path)
         except SignoffError as e:  # no trusted record: the file alone, which Accept can take up
-            self._said(f"{e} [{type(e).__name__}]")
+            self._said(said(e))
             data = self._file()
             self.why.setText(f"No configuration can be trusted. {self.path} as it is now:")
             self.diff.setPlainText("" if data is None else data.decode("utf-8", "replace"))
@@ -116,7 +117,7 @@ class ConfigOutsideDialog(QDialog):
         try:
             act()
         except SignoffError as e:  # a file changed since shown, or one that does not validate
-            self._said(f"{e} [{type(e).__name__}]")
+            self._said(said(e))
             return
         log.info("configuration %s", done)
         wake.wake("config")

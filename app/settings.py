@@ -18,6 +18,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog, QLabel, QTabWidget, QVBoxLayout, QWidget
 
+from app.words import said
 from core.errors import ConfigChangedOutside, SignoffError
 from core.proxy import config as configuration
 from core.proxy import manage
@@ -25,13 +26,6 @@ from core.proxy.pins import Listing
 from core.store import Store
 
 log = logging.getLogger("signoff.app")
-
-
-def said(error: Exception) -> str:
-    """An error as a window says it: its message, for a person; the error's name (for a bug
-    report) goes to the log, never into the window's text."""
-    log.info("refused: %s: %s", type(error).__name__, error)
-    return str(error)
 
 
 class SettingsState(QObject):

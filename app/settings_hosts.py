@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.widgets import message_label
+from app.words import said
 from core import paths
 from core.errors import SignoffError
 from core.host_backups import Backup, undo, write_wire
@@ -125,7 +126,7 @@ class HostsPage(QWidget):
         layout = QVBoxLayout(self)
         intro = QLabel(
             "Import the servers an MCP host starts, then wire the host to start them through"
-            " Signoff (signoff proxy NAME). Signoff keeps a copy of the file before it writes."
+            " Signoff. Signoff keeps a copy of the file before it writes, and Undo puts it back."
         )
         intro.setWordWrap(True)
         layout.addWidget(intro)
@@ -303,7 +304,7 @@ class HostsPage(QWidget):
             if not plan.writable:
                 raise HostConfigError(
                     f"{plan.hostfile.path} has comments or trailing commas, which Signoff would"
-                    " lose: wire it by hand, or with signoff hosts wire --dry-run as a guide"
+                    " lose: remove them and try again, or change the file by hand"
                 )
         except SignoffError as e:
             self._refused(e)
@@ -393,7 +394,8 @@ class HostsPage(QWidget):
     def _refused(self, e: SignoffError) -> None:
         self.error = e
         self.message.setStyleSheet("color: #b00020;")
-        self.message.setText(f"{e} [{type(e).__name__}]")
+        self.message.setText(said(e))
+        self.message.setToolTip(type(e).__name__)
 
 
 def _losses(losing: list[ServerTools], host: str) -> tuple[str, str]:

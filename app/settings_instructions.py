@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 
 from app.diffview import RepinDialog
 from app.settings import SettingsState
+from app.words import said
 from core.marks import visible
 from core.proxy import instructions, manage, pindiff, pinstore
 from core.proxy.instructions import CHANGED, NEW, NONE, PINNED
@@ -94,7 +95,7 @@ class InstructionsBox(QGroupBox):
             except (pinstore.PinTextAltered, pinstore.PinTextUnreadable) as e:
                 problem = (
                     "The text kept when you pinned these instructions cannot be trusted, so no"
-                    f" diff is shown: {e} [{type(e).__name__}]"
+                    f" diff is shown: {said(e)}"
                 )
                 old = None
             diff = pindiff.instructions_diff(self.server, old, told.text)

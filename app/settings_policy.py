@@ -34,7 +34,7 @@ TIMINGS = {
     "call_timeout_seconds": (
         "Call timeout", configuration.DEFAULT_CALL_TIMEOUT,
         "a server taking longer is told the call is cancelled (a server's or tool's own"
-        " timeout, set with signoff settings --server, comes first)",
+        " timeout, set for it in its configuration, comes first)",
     ),
     "cancel_grace_seconds": (
         "Answer awaited after a cancel", configuration.DEFAULT_CANCEL_GRACE,

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import logging
+
 from core.present import CLASS_WORDS
 from core.tools import SideEffect
+
+log = logging.getLogger("signoff.app")
 
 WORDS: dict[str, str] = {
     SideEffect.READ_ONLY: "Read-only",
@@ -27,3 +31,10 @@ def class_explanation(side_effect: str | None) -> str:
     if words is None:
         return "Not classified: the tool is not offered to the host."
     return f"It {words}."
+
+
+def said(error: Exception) -> str:
+    """An error as a window says it: its message, for a person; the error's name (for a bug
+    report) goes to the log and may go in a tooltip, never into the window's text."""
+    log.info("refused: %s: %s", type(error).__name__, error)
+    return str(error)

@@ -3,6 +3,8 @@ errors without their class names (docs/decisions/0045)."""
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from core.proxy import manage
 from core.store import Store
 from core.tools import SideEffect
 from tests.app.pending import make_pending
+from tests.conftest import ROOT
 
 
 @pytest.mark.parametrize("side_effect", list(SideEffect))
@@ -83,3 +86,41 @@ def test_a_refused_change_says_why_without_the_errors_class_name(home: Path) -> 
     )
     assert str(refused) in said
     assert type(refused).__name__ not in said
+
+
+COMMAND = re.compile(
+    r"\bsignoff (proxy|pin|classify|hosts|settings|servers|demo|verify|approve|reject|runs"
+    r"|pending|decisions|recheck)\b"
+)
+NAMED_ERROR = re.compile(r"\[\{type\(\w+\)\.__name__\}\]")
+
+
+def _window_texts(source: str) -> list[str]:
+    """The string constants of a module of the app, docstrings left out."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("module", sorted((ROOT / "app").glob("*.py")), ids=lambda p: p.name)
+def test_no_window_text_sends_a_person_to_the_terminal_or_names_an_error_class(
+    module: Path,
+) -> None:
+    """Issue 21 item 6: a window says what to do in the window, and an error in words (its
+    class's name may go in a tooltip or the log, never into the text)."""
+    source = module.read_text()
+    assert NAMED_ERROR.findall(source) == []
+    commands = [t for t in _window_texts(source) if COMMAND.search(t)]
+    assert commands == [], commands
