@@ -6,6 +6,7 @@ window never freezes (app/history.py rule 3); every difference is listed. Only r
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,9 @@ class RecheckTab(QWidget):
         super().__init__()
         self.store = store
         self.config_path = config_path
-        self._selected = selected  # the runs the window has selected
+        # The runs the window has selected; weakly: the window owns this tab, and a strong
+        # reference back would keep a closed window alive (tests/app/test_tray_lifetime.py).
+        self._selected = weakref.WeakMethod(selected)  # type: ignore[arg-type]
         layout = QVBoxLayout(self)
         row = QHBoxLayout()
         row.addWidget(QLabel("Would today's policy decide the same?"), 1)
@@ -59,7 +62,8 @@ class RecheckTab(QWidget):
         self.rechecking = False
 
     def recheck_selected(self) -> None:
-        ids = self._selected()
+        selected = self._selected()
+        ids = selected() if selected is not None else []
         if not ids:
             self.view.setPlainText("Select a run to re-check.")
             return

@@ -231,8 +231,8 @@ def test_an_annotation_conflict_names_both_sides_and_offers_two_resolutions(
     page.detail.side_effect.setCurrentIndex(page.detail.side_effect.findData("local_mutation"))
     assert config().servers["liar"].tools["write_note"].side_effect is SideEffect.LOCAL_MUTATION
     assert not page.detail.conflict.isHidden()
-    assert "destructive" in page.detail.conflict_text.text()
-    assert "local change" in page.detail.conflict_text.text()  # the class in words
+    assert "“Destructive”" in page.detail.conflict_text.text()
+    assert "“Changes this computer”" in page.detail.conflict_text.text()  # the class in words
     assert page.detail.availability.text() == "no: the server's hints disagree with its class"
 
     page.detail.keep_my_class.click()
