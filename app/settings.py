@@ -175,7 +175,7 @@ class SettingsWindow(QDialog):
         self.tabs.setCurrentWidget(self.tools)
 
     def closeEvent(self, event: Any) -> None:
-        if not self.tools.may_leave(closing=True):  # something not saved: asked first
+        if not self._may_close():  # something not saved: asked first
             event.ignore()
             return
         self.servers.cancel_tests()
@@ -183,5 +183,8 @@ class SettingsWindow(QDialog):
 
     def reject(self) -> None:
         """Escape, or the close button: asks first when something is not saved."""
-        if self.tools.may_leave(closing=True):
+        if self._may_close():
             super().reject()
+
+    def _may_close(self) -> bool:
+        return self.tools.may_leave(closing=True) and self.policy.may_leave()

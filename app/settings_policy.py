@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -20,6 +21,8 @@ from core.policy import DEFAULT_RULES, Rule
 from core.proxy import config as configuration
 from core.proxy import manage
 from core.tools import SideEffect
+
+Button = QMessageBox.StandardButton
 
 TIMINGS = {
     "hold_seconds": (
@@ -119,11 +122,17 @@ class PolicyPage(QWidget):
         self.message.setWordWrap(True)
         layout.addWidget(self.message)
         layout.addStretch(1)
+        self._shown: configuration.Config | None = None  # the configuration last shown
+        self.question: QMessageBox | None = None  # while asking whether to leave
         state.changed.connect(self.refresh)
         self.refresh()
 
     def refresh(self) -> None:
-        config = self.state.config
+        """Show the configuration; a change saved elsewhere (another page, the terminal) never
+        overwrites choices made here and not saved yet."""
+        if self._shown is not None and self.unsaved():
+            return
+        config = self._shown = self.state.config
         policy = config.policy()
         for side_effect, box in self.rules.items():
             box.setCurrentIndex(box.findData(policy.classes[side_effect].value))
@@ -132,10 +141,54 @@ class PolicyPage(QWidget):
             spin.setValue(0 if value is None else value)  # None: "never" (grant_ttl_seconds)
         self.notifications.setCurrentIndex(self.notifications.findData(config.notifications))
 
+    def unsaved(self) -> bool:
+        """Whether the page shows choices not saved (against what it last showed)."""
+        assert self._shown is not None
+        rules, settings = self._changes(self._shown)
+        return bool(rules or settings)
+
+    def may_leave(self) -> bool:
+        """Whether the window may close: asked first when choices here are not saved."""
+        if not self.unsaved():
+            return True
+        self.question = QMessageBox(
+            QMessageBox.Icon.Question, "Not saved", "The policy's changes are not saved.",
+            Button.Save | Button.Discard | Button.Cancel, self,
+        )  # fmt: skip
+        self.question.setInformativeText("Save them, discard them, or stay here?")
+        self.question.exec()
+        answer = self.question.standardButton(self.question.clickedButton())
+        self.question = None
+        if answer == Button.Save:
+            return self.save() == "" or not self.unsaved()
+        if answer == Button.Discard:
+            self._shown = None
+            self.refresh()
+            return True
+        return False
+
     def save(self) -> str:
         """Write what the page shows, in one save; "" when saved, else what refused it."""
         config = self.state.config
         before = config.policy().identity()
+        rules, settings = self._changes(config)
+        if not rules and not settings:
+            return self._said("Nothing changed.") and ""
+        error = self.state.apply(lambda p: manage.set_policy(p, rules, settings))
+        if error:
+            return self._said(f"Not saved: {error}")
+        changed = self.state.config.policy().identity() != before
+        self._said(
+            "Saved. The rules changed and the change is recorded in the history; re-check it"
+            " to see which past decisions these rules would have changed."
+            if changed else "Saved."
+        )  # fmt: skip
+        return ""
+
+    def _changes(
+        self, config: configuration.Config
+    ) -> tuple[dict[SideEffect, Rule | None], dict[str, object]]:
+        """What the page shows that differs from ``config``: rules by class, and settings."""
         rules: dict[SideEffect, Rule | None] = {}
         for side_effect, box in self.rules.items():
             rule = Rule(box.currentData())
@@ -155,18 +208,7 @@ class PolicyPage(QWidget):
                 settings[name] = value
         if self.notifications.currentData() != config.notifications:
             settings["notifications"] = self.notifications.currentData()
-        if not rules and not settings:
-            return self._said("Nothing changed.") and ""
-        error = self.state.apply(lambda p: manage.set_policy(p, rules, settings))
-        if error:
-            return self._said(f"Not saved: {error}")
-        changed = self.state.config.policy().identity() != before
-        self._said(
-            "Saved. The rules changed and the change is recorded in the history; re-check it"
-            " to see which past decisions these rules would have changed."
-            if changed else "Saved."
-        )  # fmt: skip
-        return ""
+        return rules, settings
 
     def _said(self, text: str) -> str:
         self.message.setText(text)

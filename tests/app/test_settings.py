@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QDialog
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QDialog, QMessageBox
 
 from app.settings import SettingsWindow
 from app.settings_servers import ServerEditor
@@ -426,3 +427,41 @@ def test_a_listing_read_in_the_window_pins_what_the_proxy_pins(home: Path, qtbot
     pages = [line.encode() for line in done.stdout.splitlines() if line]
     cli = {t.name: t.pin for t in read_listing(pages).tools}
     assert {t.name: t.pin for t in window.state.listings["notes"].tools} == cli
+
+
+def test_policy_choices_not_saved_survive_a_change_elsewhere_and_closing_asks(
+    home: Path, store: Store, qtbot
+) -> None:
+    """Issue 21: a choice is never dropped silently. A rule chosen on the Policy page and not
+    saved stays chosen when another page saves (which reloads every page), and closing the
+    window asks: Cancel stays, Save writes it, Discard shows the file's rules again."""
+    window = open_settings(home, qtbot, store)
+    page = window.policy
+    box = page.rules[SideEffect.READ_ONLY]
+    box.setCurrentIndex(box.findData("approve"))
+    assert window.state.apply(lambda p: manage.set_policy(p, {}, {"hold_seconds": 7})) == ""
+    assert box.currentData() == "approve"  # kept through the reload
+    assert config().classes.get(SideEffect.READ_ONLY) is None  # and not saved on its own
+
+    def answer(button: QMessageBox.StandardButton) -> None:
+        def click() -> None:
+            assert page.question is not None, "closing asked nothing"
+            page.question.button(button).click()
+
+        QTimer.singleShot(0, click)
+
+    answer(QMessageBox.StandardButton.Cancel)
+    window.reject()
+    assert window.isVisible() and box.currentData() == "approve"
+    answer(QMessageBox.StandardButton.Save)
+    window.reject()
+    assert not window.isVisible()
+    assert config().classes[SideEffect.READ_ONLY] is Rule.APPROVE
+
+    window = open_settings(home, qtbot, store)
+    page, box = window.policy, window.policy.rules[SideEffect.READ_ONLY]
+    box.setCurrentIndex(box.findData("deny"))
+    answer(QMessageBox.StandardButton.Discard)
+    window.reject()
+    assert box.currentData() == "approve"  # the file's rule shown again
+    assert config().classes[SideEffect.READ_ONLY] is Rule.APPROVE
