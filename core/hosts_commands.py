@@ -134,7 +134,7 @@ def hosts_import(args: argparse.Namespace) -> int:
     else:
         imported = apply_import(config_path, items, keys, replace=args.replace)
         print(f"imported {', '.join(imported)} into {config_path}")
-        print(f"next: review and pin their tools: signoff pin {imported[0]}")
+        print(f"next: review and pin their tools: {you()} pin {imported[0]}")
     return EXIT_OK
 
 
@@ -176,7 +176,7 @@ def hosts_wire(args: argparse.Namespace) -> int:
     for item in plan.imports:
         print(f"imported {item.name} into {config_path}")
     print(f"wrote {hostfile.path}; the original is kept at {backup.backup}")
-    print(f"restart {hostfile.host.label} to use it; to undo: signoff hosts undo {args.host}")
+    print(f"restart {hostfile.host.label} to use it; to undo: {you()} hosts undo {args.host}")
     return EXIT_OK
 
 
@@ -192,11 +192,13 @@ def _losses(losing: list[ServerTools], args: argparse.Namespace, *, written: str
     lines.append("to keep them, first:")
     for server in losing:
         lines += [f"  {step}" for step in _steps(server, host, args.file)]
-    again = ["signoff", "hosts", "wire", args.host]
+    again = ["hosts", "wire", args.host]
     again += ["--file", str(args.file)] if args.file else []
     for server in args.servers:
         again += ["--server", server]
-    lines.append(f"or wire anyway, and the host goes without them: {shlex.join(again)} --force")
+    lines.append(
+        f"or wire anyway, and the host goes without them: {you()} {shlex.join(again)} --force"
+    )
     return "\n".join(lines)
 
 
@@ -204,24 +206,25 @@ def _steps(server: ServerTools, host: Host, file: Path | None) -> list[str]:
     """The commands that make a server's tools offered, in order."""
     from core.host_tools import CHANGED, HINTS, UNPINNED
 
-    name = shlex.quote(server.server)
+    name, signoff = shlex.quote(server.server), you()
     steps: list[str] = []
     if not server.in_signoff:
         where = ["--file", str(file)] if file else []
-        steps.append(shlex.join(["signoff", "hosts", "import", host.value, *where,
-                                 "--server", server.key]))  # fmt: skip
+        steps.append(f"{signoff} " + shlex.join(["hosts", "import", host.value, *where,
+                                              "--server", server.key]))  # fmt: skip
     waits = server.waiting
     if server.today is None or UNPINNED in waits or CHANGED in waits:
-        steps.append(f"signoff pin {name}    (review the tools, then: signoff pin {name} --accept)")
+        steps.append(f"{signoff} pin {name}    (review the tools, then: {signoff} pin {name}"
+                     " --accept)")  # fmt: skip
     if server.today is None:
-        steps.append(f"signoff classify {name} TOOL=CLASS...    (each of its tools)")
+        steps.append(f"{signoff} classify {name} TOOL=CLASS...    (each of its tools)")
     elif server.classless:
         entries = " ".join(f"{shlex.quote(tool)}=CLASS" for tool in server.classless)
-        steps.append(f"signoff classify {name} {entries}")
+        steps.append(f"{signoff} classify {name} {entries}")
     for tool in waits.get(HINTS, ()):
         steps.append(
-            f"signoff classify {name} {shlex.quote(tool)} CLASS    (as its hints say), or:"
-            f" signoff tool {name} {shlex.quote(tool)} --overrule-annotations yes"
+            f"{signoff} classify {name} {shlex.quote(tool)} CLASS    (as its hints say), or:"
+            f" {signoff} tool {name} {shlex.quote(tool)} --overrule-annotations yes"
         )
     return steps
 
@@ -240,3 +243,10 @@ def hosts_undo(args: argparse.Namespace) -> int:
     restored = undo(path, config_path, force=args.force)
     print(f"restored {restored.original} from {restored.backup}")
     return EXIT_OK
+
+
+def you() -> str:
+    """``signoff`` as the person runs it here (core/invocation.py rule 2)."""
+    from core.invocation import signoff_word
+
+    return signoff_word()
