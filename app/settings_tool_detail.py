@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtGui import QFont, QFontDatabase, QTextOption
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -91,26 +91,30 @@ class ToolDetail(QScrollArea):
         suggestion.addWidget(self.use_suggestion)
         suggestion.addStretch(1)
         form.addRow("", self.suggestion)
-        class_row = QHBoxLayout()
+        # Rows of a label beside a button are widgets: a form lays out a wrapped label's
+        # height for its width only in a widget, not in a nested layout.
+        class_row = QHBoxLayout(class_widget := QWidget())
+        class_row.setContentsMargins(0, 0, 0, 0)
         self.class_message = QLabel()
         self.class_message.setWordWrap(True)
         self.retry = QPushButton("Try again")
         class_row.addWidget(self.class_message, 1)
         class_row.addWidget(self.retry)
-        form.addRow("", class_row)
+        form.addRow("", class_widget)
         self.policy = QComboBox()
         self.policy.addItem("the class's rule", None)
         for r in Rule:
             self.policy.addItem(f"always {r.value}", r.value)
         form.addRow("Rule for this tool", self.policy)
 
-        pin_row = QHBoxLayout()
+        pin_row = QHBoxLayout(pin_widget := QWidget())
+        pin_row.setContentsMargins(0, 0, 0, 0)
         self.pin_state = QLabel()
         self.pin_state.setWordWrap(True)
         self.pin_button = QPushButton("Pin")
         pin_row.addWidget(self.pin_state, 1)
         pin_row.addWidget(self.pin_button)
-        form.addRow("Pin", pin_row)
+        form.addRow("Pin", pin_widget)
         form.addRow("Conflict", self._conflict_box())
 
         self.tool_title = QLabel()
@@ -133,6 +137,11 @@ class ToolDetail(QScrollArea):
         self.output_schema.setFont(_mono())
         self.output_schema.setMaximumHeight(110)
         form.addRow("Output schema", self.output_schema)
+
+        for text in (self.description, self.schema, self.output_schema):
+            # Long text wraps, a URL or a word longer than the line anywhere: never sideways.
+            text.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+            text.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
 
         self.overrule = QCheckBox("Keep my class even where the server's hints disagree")
         form.addRow("", self.overrule)

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QMessageBox,
     QPushButton,
@@ -92,12 +93,16 @@ class ToolsPage(QWidget):
         self.instructions = InstructionsBox(state)
         layout.addWidget(self.instructions)
 
-        split = QSplitter()
+        # The list above the detail, each the page's full width (decision 0047): the list's
+        # states are read whole beside a long tool name, the detail's text wraps.
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.setChildrenCollapsible(False)
         split.addWidget(self._list())
         self.detail = ToolDetail()
         self._connect_detail(self.detail)
         split.addWidget(self.detail)
-        split.setSizes([380, 620])
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
         layout.addWidget(split, 1)
         state.changed.connect(self._fill_servers)
         state.listed.connect(self._listed)
@@ -111,6 +116,14 @@ class ToolsPage(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.table = row_table(COLUMNS)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        # One line a row. The tool's name, the free text, takes the width the states leave
+        # (elided in the middle, whole in its tooltip); the states are as wide as they are.
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.table.itemSelectionChanged.connect(self._selection_changed)
         layout.addWidget(self.table, 1)
         bulk = QHBoxLayout()
@@ -233,7 +246,8 @@ class ToolsPage(QWidget):
                 if (c == 3 and state and not state.available) or "(not saved)" in text:
                     item.setForeground(Qt.GlobalColor.darkRed)
                 self.table.setItem(n, c, item)
-        self.table.resizeColumnToContents(0)
+        for column in range(1, len(COLUMNS)):
+            self.table.resizeColumnToContents(column)  # its header and every state whole
         self.select_tools(chosen)
         self._settling = False
         new = [t for t, listed, cfg in rows if listed and (cfg is None or cfg.pin is None)]

@@ -18,8 +18,8 @@ What counts as a problem:
    each row the height it needs), or lying past the table's right edge; any column's header
    cut.
 3. A widget lying outside its parent (widgets scrolled inside a scroll area excepted), a
-   scroll area of widgets scrolling sideways, a window larger than the screen, a menu wider
-   than the screen.
+   scroll area of widgets scrolling sideways or with a widget reaching past its right edge
+   (under its scroll bar), a window larger than the screen, a menu wider than the screen.
 """
 
 from __future__ import annotations
@@ -190,6 +190,28 @@ def placement_problems(window: QWidget, name: str) -> list[str]:
         if area.horizontalScrollBar().isVisible() or inner.width() > area.viewport().width():
             found.append(f"{name}: {_where(area, window)} is {inner.width()} px wide, shown in"
                          f" {area.viewport().width()}: it runs off sideways")  # fmt: skip
+        found += _past_the_right_edge(area, window, name)
+    return found
+
+
+def _past_the_right_edge(area: QScrollArea, window: QWidget, name: str) -> list[str]:
+    """Widgets in a scroll area reaching past its right edge (under its scroll bar, or out of
+    sight), each said once: where its parent still ends in sight."""
+    viewport = area.viewport()
+    room = viewport.width()
+
+    def right(widget: QWidget) -> int:
+        return widget.mapTo(viewport, widget.rect().topRight()).x() + 1
+
+    found = []
+    inner = area.widget()
+    for widget in inner.findChildren(QWidget):
+        if widget.isWindow() or not widget.isVisibleTo(window):
+            continue
+        parent = widget.parentWidget()
+        if right(widget) > room and (parent is inner or right(parent) <= room):
+            found.append(f"{name}: {_where(widget, window)} ends at {right(widget)} px, past"
+                         f" the {room} px its scroll area shows: it runs off sideways")  # fmt: skip
     return found
 
 
@@ -233,6 +255,15 @@ TOOLS = [
     {"name": "list_issues", "description": "Lists issues.",
      "inputSchema": {"type": "object", "properties": {}}},
 ]  # fmt: skip
+# The first tool as it was pinned: listed now with a longer description, it is "changed".
+PINNED_BEFORE = [{**TOOLS[0], "description": "Creates or updates a file."}, *TOOLS[1:]]
+CHANGED_DESCRIPTION = (
+    "Creates or updates a single file in a repository branch, committing it with the message"
+    " given; when the branch does not exist it is created from the default branch first, and"
+    " every file under .github/workflows/ is also re-read so that the repository's automation"
+    " sees the new contents: https://docs.github.com/en/rest/repos/contents?apiVersion=2022-11-"
+    "28#create-or-update-file-contents-with-a-very-long-anchor-that-never-breaks"
+)
 
 
 def record_history(store: Any) -> None:
@@ -300,6 +331,9 @@ def main(argv: list[str]) -> int:
                     side_effect="read_only")  # fmt: skip
     manage.set_tool(config, LONG_SERVER, "delete_branch_and_close_its_pull_requests",
                     side_effect="read_only")  # a conflict with its destructiveHint  # fmt: skip
+    # Pinned as listed before: the first tool is changed since, the destructive one classed
+    # "read only" shows its conflict.
+    manage.pin(config, LONG_SERVER, _listing(PINNED_BEFORE).tools)
 
     with Store.open(paths.database_path()) as store:
         record_history(store)
@@ -317,7 +351,8 @@ def main(argv: list[str]) -> int:
         dialog.close()
 
         settings = SettingsWindow(config, store)
-        settings.state.listings[LONG_SERVER] = _listing(TOOLS)
+        now = [{**TOOLS[0], "description": CHANGED_DESCRIPTION}, *TOOLS[1:]]
+        settings.state.listings[LONG_SERVER] = _listing(now)
         settings.state.errors["notes"] = LONG_ERROR
         settings.state.changed.emit()
         settings.show()
@@ -327,6 +362,8 @@ def main(argv: list[str]) -> int:
             settings.tabs.setCurrentWidget(page)
             if page is settings.tools:
                 settings.tools.select_server(LONG_SERVER)
+                settings.tools.select_tool(LONG_TOOL)  # changed, with a long description
+                problems.extend(check(settings, "Settings, Tools"))
                 settings.tools.select_tool("delete_branch_and_close_its_pull_requests")
             if page is settings.hosts:
                 settings.hosts.file_edit.setText(str(write_host_file(home)))

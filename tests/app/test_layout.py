@@ -18,13 +18,6 @@ WINDOWS = ["History", "Approval dialog", "Settings, Servers", "Settings, Tools",
            "Settings, Policy", "Settings, MCP hosts", "Wiring preview", "Add-server dialog",
            "Tray menu"]  # fmt: skip
 SCREENS = {"1280x800": (1280, 800, 1), "200 %": (2560, 1600, 2)}
-# The Tools page is re-laid out on its own branch of issue 21 (its columns run past the table
-# today); strict, so that once it fits, this mark must go.
-ELSEWHERE = pytest.mark.xfail(
-    strict=True, reason="issue 21: the Tools page's layout is fixed on another branch"
-)
-PAGES = [pytest.param(w, marks=ELSEWHERE) if w == "Settings, Tools" else w
-         for w in WINDOWS]  # fmt: skip
 PROBE_SECONDS = 240
 
 
@@ -54,7 +47,7 @@ def problems(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     return probe(tmp_path_factory.mktemp("layout"), width, height, scale)
 
 
-@pytest.mark.parametrize("window", PAGES)
+@pytest.mark.parametrize("window", WINDOWS)
 def test_nothing_is_clipped_elided_or_out_of_sight_at_the_default_size(
     problems: dict[str, list[str]], window: str
 ) -> None:

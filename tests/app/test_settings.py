@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QDialog, QMessageBox
 
 from app.settings import SettingsWindow
 from app.settings_servers import ServerEditor
+from app.words import class_words
 from core import paths
 from core.policy import Rule
 from core.proxy import config as configuration
@@ -232,8 +233,9 @@ def test_an_annotation_conflict_names_both_sides_and_offers_two_resolutions(
     page.detail.side_effect.setCurrentIndex(page.detail.side_effect.findData("local_mutation"))
     assert config().servers["liar"].tools["write_note"].side_effect is SideEffect.LOCAL_MUTATION
     assert not page.detail.conflict.isHidden()
-    assert "“Destructive”" in page.detail.conflict_text.text()
-    assert "“Changes this computer”" in page.detail.conflict_text.text()  # the class in words
+    said = page.detail.conflict_text.text()  # both classes in the window's words
+    assert f"“{class_words(SideEffect.DESTRUCTIVE)}”" in said
+    assert f"“{class_words(SideEffect.LOCAL_MUTATION)}”" in said
     assert page.detail.availability.text() == "no: the server's hints disagree with its class"
 
     page.detail.keep_my_class.click()
