@@ -86,7 +86,7 @@ class ConfigOutsideDialog(QDialog):
         try:
             now = config_record.state(self.store, self.path)
         except SignoffError as e:  # no trusted record: the file alone, which Accept can take up
-            self._said(said(e))
+            self._refused(e)
             data = self._file()
             self.why.setText(f"No configuration can be trusted. {self.path} as it is now:")
             self.diff.setPlainText("" if data is None else data.decode("utf-8", "replace"))
@@ -117,7 +117,7 @@ class ConfigOutsideDialog(QDialog):
         try:
             act()
         except SignoffError as e:  # a file changed since shown, or one that does not validate
-            self._said(said(e))
+            self._refused(e)
             return
         log.info("configuration %s", done)
         wake.wake("config")
@@ -127,4 +127,10 @@ class ConfigOutsideDialog(QDialog):
 
     def _said(self, text: str) -> None:
         self.problem.setText(text)
+        self.problem.setToolTip("")
         self.problem.setVisible(bool(text))
+
+    def _refused(self, e: Exception) -> None:
+        """Why, in words; the error's name in the tooltip (for a bug report)."""
+        self._said(said(e))
+        self.problem.setToolTip(type(e).__name__)

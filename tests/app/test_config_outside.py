@@ -80,7 +80,8 @@ def test_a_file_that_does_not_validate_is_not_accepted_and_the_alarm_stays(
     tray.sweep()
     dialog = tray.open_config_outside()
     dialog.accept_button.click()
-    assert "ConfigError" in dialog.problem.text()
+    assert dialog.problem.toolTip() == "ConfigError"  # in words in the window, named here
+    assert "ConfigError" not in dialog.problem.text()
     assert tray.config_outside != ""
     config.unlink()  # a file that is gone is changed outside too: the recorded rules stay
     tray.sweep()
@@ -98,7 +99,8 @@ def test_accept_takes_up_only_the_file_the_operator_was_shown(
     assert "+# tidy" in dialog.diff.toPlainText()
     config.write_bytes(recorded + b'\n[policy]\nlocal_mutation = "allow"\n')  # after the look
     dialog.accept_button.click()
-    assert "ConfigChangedOutside" in dialog.problem.text()
+    assert dialog.problem.toolTip() == "ConfigChangedOutside"
+    assert "is not the file you were shown" in dialog.problem.text()
     assert tray.config_outside != ""
     shown = run_signoff("settings", home=home).stdout
     assert "policy.local_mutation = approve" in shown
