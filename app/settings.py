@@ -187,4 +187,4 @@ class SettingsWindow(QDialog):
             super().reject()
 
     def _may_close(self) -> bool:
-        return self.tools.may_leave(closing=True) and self.policy.may_leave()
+        return self.tools.may_leave(closing=True)

@@ -9,7 +9,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -21,8 +20,6 @@ from core.policy import DEFAULT_RULES, Rule
 from core.proxy import config as configuration
 from core.proxy import manage
 from core.tools import SideEffect
-
-Button = QMessageBox.StandardButton
 
 TIMINGS = {
     "hold_seconds": (
@@ -109,12 +106,9 @@ class PolicyPage(QWidget):
         timing_form.addRow("Notify me with", self.notifications)
         layout.addWidget(timing)
         row = QHBoxLayout()
-        self.save_button = QPushButton("Save policy")
-        self.save_button.clicked.connect(self.save)
         self.recheck_button = QPushButton("Re-check the history against these rules…")
         self.recheck_button.setToolTip("Which recorded decisions would these rules have changed?")
         self.recheck_button.clicked.connect(state.recheck.emit)
-        row.addWidget(self.save_button)
         row.addWidget(self.recheck_button)
         row.addStretch(1)
         layout.addLayout(row)
@@ -123,16 +117,29 @@ class PolicyPage(QWidget):
         layout.addWidget(self.message)
         layout.addStretch(1)
         self._shown: configuration.Config | None = None  # the configuration last shown
-        self.question: QMessageBox | None = None  # while asking whether to leave
+        self._refreshing = self._saving = False
         state.changed.connect(self.refresh)
         self.refresh()
+        # Saved as it is made, like a tool's class (issue 21): a rule or a notification choice
+        # when chosen, a time when its box is left.
+        for box in (*self.rules.values(), self.notifications):
+            box.currentIndexChanged.connect(self._chosen)
+        for spin in self.timings.values():
+            spin.editingFinished.connect(self._chosen)
 
     def refresh(self) -> None:
         """Show the configuration; a change saved elsewhere (another page, the terminal) never
         overwrites choices made here and not saved yet."""
-        if self._shown is not None and self.unsaved():
+        if self._shown is not None and not self._saving and self.unsaved():
             return
-        config = self._shown = self.state.config
+        self._refreshing = True
+        try:
+            self._show(self.state.config)
+        finally:
+            self._refreshing = False
+
+    def _show(self, config: configuration.Config) -> None:
+        self._shown = config
         policy = config.policy()
         for side_effect, box in self.rules.items():
             box.setCurrentIndex(box.findData(policy.classes[side_effect].value))
@@ -147,34 +154,22 @@ class PolicyPage(QWidget):
         rules, settings = self._changes(self._shown)
         return bool(rules or settings)
 
-    def may_leave(self) -> bool:
-        """Whether the window may close: asked first when choices here are not saved."""
-        if not self.unsaved():
-            return True
-        self.question = QMessageBox(
-            QMessageBox.Icon.Question, "Not saved", "The policy's changes are not saved.",
-            Button.Save | Button.Discard | Button.Cancel, self,
-        )  # fmt: skip
-        self.question.setInformativeText("Save them, discard them, or stay here?")
-        self.question.exec()
-        answer = self.question.standardButton(self.question.clickedButton())
-        self.question = None
-        if answer == Button.Save:
-            return self.save() == "" or not self.unsaved()
-        if answer == Button.Discard:
-            self._shown = None
-            self.refresh()
-            return True
-        return False
+    def _chosen(self) -> None:
+        if not self._refreshing and self.unsaved():
+            self.save()
 
     def save(self) -> str:
         """Write what the page shows, in one save; "" when saved, else what refused it."""
         config = self.state.config
         before = config.policy().identity()
-        rules, settings = self._changes(config)
+        rules, settings = self._changes(self._shown or config)  # what was changed here only
         if not rules and not settings:
             return self._said("Nothing changed.") and ""
-        error = self.state.apply(lambda p: manage.set_policy(p, rules, settings))
+        self._saving = True  # the reload its save makes shows what was saved
+        try:
+            error = self.state.apply(lambda p: manage.set_policy(p, rules, settings))
+        finally:
+            self._saving = False
         if error:
             return self._said(f"Not saved: {error}")
         changed = self.state.config.policy().identity() != before

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QDialog, QMessageBox
+from PySide6.QtWidgets import QDialog
 
 from app.settings import SettingsWindow
 from app.settings_servers import ServerEditor
@@ -431,39 +430,23 @@ def test_a_listing_read_in_the_window_pins_what_the_proxy_pins(home: Path, qtbot
     assert {t.name: t.pin for t in window.state.listings["notes"].tools} == cli
 
 
-def test_policy_choices_not_saved_survive_a_change_elsewhere_and_closing_asks(
+def test_a_policy_choice_is_saved_as_it_is_made_and_survives_a_change_elsewhere(
     home: Path, store: Store, qtbot
 ) -> None:
-    """Issue 21: a choice is never dropped silently. A rule chosen on the Policy page and not
-    saved stays chosen when another page saves (which reloads every page), and closing the
-    window asks: Cancel stays, Save writes it, Discard shows the file's rules again."""
+    """Issue 21: a choice is never dropped silently. A rule chosen on the Policy page is saved
+    at once, like a tool's class; a time typed and not yet left is kept when another page
+    saves (which reloads every page), and saved when its box is left."""
     window = open_settings(home, qtbot, store)
     page = window.policy
     box = page.rules[SideEffect.READ_ONLY]
     box.setCurrentIndex(box.findData("approve"))
-    assert window.state.apply(lambda p: manage.set_policy(p, {}, {"hold_seconds": 7})) == ""
-    assert box.currentData() == "approve"  # kept through the reload
-    assert config().classes.get(SideEffect.READ_ONLY) is None  # and not saved on its own
-
-    def answer(button: QMessageBox.StandardButton) -> None:
-        def click() -> None:
-            assert page.question is not None, "closing asked nothing"
-            page.question.button(button).click()
-
-        QTimer.singleShot(0, click)
-
-    answer(QMessageBox.StandardButton.Cancel)
-    window.reject()
-    assert window.isVisible() and box.currentData() == "approve"
-    answer(QMessageBox.StandardButton.Save)
-    window.reject()
-    assert not window.isVisible()
-    assert config().classes[SideEffect.READ_ONLY] is Rule.APPROVE
-
-    window = open_settings(home, qtbot, store)
-    page, box = window.policy, window.policy.rules[SideEffect.READ_ONLY]
-    box.setCurrentIndex(box.findData("deny"))
-    answer(QMessageBox.StandardButton.Discard)
-    window.reject()
-    assert box.currentData() == "approve"  # the file's rule shown again
-    assert config().classes[SideEffect.READ_ONLY] is Rule.APPROVE
+    assert config().classes[SideEffect.READ_ONLY] is Rule.APPROVE  # saved as chosen
+    hold = page.timings["hold_seconds"]
+    hold.setValue(9)  # typed, its box not left yet: not saved
+    assert window.state.apply(lambda p: manage.set_policy(p, {}, {"call_timeout_seconds": 7})) == ""
+    assert hold.value() == 9  # kept through the reload
+    assert config().hold_seconds != 9
+    hold.editingFinished.emit()  # the box is left
+    assert config().hold_seconds == 9
+    assert config().call_timeout_seconds == 7
+    assert box.currentData() == "approve"
