@@ -41,8 +41,32 @@ from core.hold import Hold, StepState
 from core.limits import Limits, exceeded
 from core.records import read_run
 from core.session import Session
-from core.store import format_time
+from core.store import Transaction, format_time
 from core.verdicts import Verdict, VerdictOutcome
+
+
+def create_run(
+    gate: GateParts,
+    tx: Transaction,
+    run_id: str,
+    goal: str,
+    limits: Limits,
+    at: str,
+    *,
+    call: transitions.CallLabel | None,
+    check: Callable[[sqlite3.Connection], None] | None,
+) -> None:
+    """Write a new run, leased to this gate, in ``tx``: ``check`` first, under the write lock
+    (whatever it raises leaves nothing written), then ``RunExists`` when the name is taken.
+    ``Gate.begin`` and ``begin_with`` both begin runs this way."""
+    if check is not None:
+        check(tx.conn)
+    if read_run(tx.conn, run_id) is not None:
+        raise RunExists(f"a run named {run_id} exists; begin starts new runs only")
+    transitions.start_run(
+        tx, run_id=run_id, goal=goal, limits=limits, owner=gate.owner,
+        expires=gate._lease_expiry(), at=at, call=call,
+    )  # fmt: skip
 
 
 def begin_with(
@@ -64,14 +88,7 @@ def begin_with(
     state = StepState(0)
     try:
         with gate.store.transaction() as tx:
-            if check is not None:
-                check(tx.conn)
-            if read_run(tx.conn, run_id) is not None:
-                raise RunExists(f"a run named {run_id} exists; begin starts new runs only")
-            transitions.start_run(
-                tx, run_id=run_id, goal=goal, limits=limits, owner=gate.owner,
-                expires=gate._lease_expiry(), at=at, call=call,
-            )  # fmt: skip
+            create_run(gate, tx, run_id, goal, limits, at, call=call, check=check)
             run = read_run(tx.conn, run_id)
             if run is None:
                 raise RunStateError(f"run {run_id} was not written")

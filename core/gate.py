@@ -46,7 +46,7 @@ from collections.abc import Callable
 
 from core import first_step, takeover, transitions, waiting
 from core.decisions import Decision
-from core.errors import RunExists, RunStateError, UnknownRun
+from core.errors import RunStateError, UnknownRun
 from core.gate_parts import GateParts
 from core.hold import Hold
 from core.lease import is_live
@@ -109,14 +109,7 @@ class Gate(GateParts):
         limits = limits or Limits()
         at = self._now_text()
         with self.store.transaction() as tx:
-            if check is not None:
-                check(tx.conn)
-            if read_run(tx.conn, run_id) is not None:
-                raise RunExists(f"a run named {run_id} exists; begin starts new runs only")
-            transitions.start_run(
-                tx, run_id=run_id, goal=goal, limits=limits, owner=self.owner,
-                expires=self._lease_expiry(), at=at, call=call,
-            )  # fmt: skip
+            first_step.create_run(self, tx, run_id, goal, limits, at, call=call, check=check)
         return self._open_session(run_id)
 
     def begin_with(
