@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import sqlite3
 import sys
 
 from core import paths, present
@@ -54,20 +55,42 @@ def decide(args: argparse.Namespace) -> int:
 
 
 def runs(args: argparse.Namespace) -> int:
+    """The most recent runs; ``rule``: the rule on the arguments that decided (core/rules.py),
+    shown as "allowed by rule R..." or "rejected by rule R..."."""
     with Store.open(paths.database_path()) as store, store.snapshot() as conn:
         rows = conn.execute(
             "SELECT id, created_at, server, tool, status, end_reason, updated_at FROM runs"
             " ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (args.limit,),
         ).fetchall()
+        decided = _decided_by_rule(conn, args.limit)
     keys = ("id", "created_at", "server", "tool", "status", "end_reason", "updated_at")
     for row in rows:
+        rule = decided.get(row[0])
         if args.json:
-            print(json.dumps(dict(zip(keys, row, strict=True))))
+            found = dict(zip(keys, row, strict=True))
+            print(json.dumps({**found, "rule": rule[0] if rule else None}))
         else:
             what = f"{row[2]}/{row[3]}" if row[2] else row[0]
-            print(f"{row[1]}  {what:40}  {row[4]}{f' ({row[5]})' if row[5] else ''}")
+            by = f"  {rule[1]} by rule {rule[0]}" if rule else ""
+            print(f"{row[1]}  {what:40}  {row[4]}{f' ({row[5]})' if row[5] else ''}{by}")
     return EXIT_OK
+
+
+def _decided_by_rule(conn: sqlite3.Connection, limit: int) -> dict[str, tuple[str, str]]:
+    """Per run of the ``limit`` latest, the last rule that decided one of its evaluations: its
+    id, and "allowed" or "rejected"."""
+    found: dict[str, tuple[str, str]] = {}
+    for run_id, rule, outcome in conn.execute(
+        "SELECT run_id, json_extract(payload, '$.decision.rule'),"
+        " json_extract(payload, '$.decision.outcome') FROM events"
+        " WHERE kind = 'step.policy' AND json_extract(payload, '$.decision.rule') IS NOT NULL"
+        " AND run_id IN (SELECT id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?)"
+        " ORDER BY seq",
+        (limit,),
+    ):
+        found[str(run_id)] = (str(rule), "allowed" if outcome == "allow" else "rejected")
+    return found
 
 
 def _error(message: str, name: str = "UsageError") -> int:
