@@ -173,7 +173,7 @@ def check_condition(when: Any) -> dict[str, JSONValue]:
     try:
         compile_schema("the condition", when)
     except SchemaRefused as e:
-        raise RuleConditionInvalid(str(e)) from None
+        raise RuleConditionInvalid(str(e).replace("the input schema of ", "")) from None
     for node in _nodes(when):
         pattern = node.get("pattern") if isinstance(node, dict) else None
         if isinstance(pattern, str):
