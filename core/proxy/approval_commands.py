@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import sqlite3
 import sys
 
 from core import paths, present
 from core.canonical import loads
 from core.errors import SignoffError, UnknownApproval
-from core.records import pending_requests, read_approval
+from core.records import decided_by_rule, pending_requests, read_approval
 from core.store import Store
 
 EXIT_OK, EXIT_ERROR = 0, 2  # as core/cli.py's
@@ -63,7 +62,7 @@ def runs(args: argparse.Namespace) -> int:
             " ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (args.limit,),
         ).fetchall()
-        decided = _decided_by_rule(conn, args.limit)
+        decided = decided_by_rule(conn, [str(row[0]) for row in rows])
     keys = ("id", "created_at", "server", "tool", "status", "end_reason", "updated_at")
     for row in rows:
         rule = decided.get(row[0])
@@ -75,22 +74,6 @@ def runs(args: argparse.Namespace) -> int:
             by = f"  {rule[1]} by rule {rule[0]}" if rule else ""
             print(f"{row[1]}  {what:40}  {row[4]}{f' ({row[5]})' if row[5] else ''}{by}")
     return EXIT_OK
-
-
-def _decided_by_rule(conn: sqlite3.Connection, limit: int) -> dict[str, tuple[str, str]]:
-    """Per run of the ``limit`` latest, the last rule that decided one of its evaluations: its
-    id, and "allowed" or "rejected"."""
-    found: dict[str, tuple[str, str]] = {}
-    for run_id, rule, outcome in conn.execute(
-        "SELECT run_id, json_extract(payload, '$.decision.rule'),"
-        " json_extract(payload, '$.decision.outcome') FROM events"
-        " WHERE kind = 'step.policy' AND json_extract(payload, '$.decision.rule') IS NOT NULL"
-        " AND run_id IN (SELECT id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?)"
-        " ORDER BY seq",
-        (limit,),
-    ):
-        found[str(run_id)] = (str(rule), "allowed" if outcome == "allow" else "rejected")
-    return found
 
 
 def _error(message: str, name: str = "UsageError") -> int:
