@@ -252,7 +252,10 @@ def expiry(text: str, now: datetime) -> datetime:
     """``--expires``: a duration from ``now`` (30m, 2h, 7d, 1w) or a time; in the future."""
     duration = _DURATION.fullmatch(text.strip())
     if duration is not None:
-        moment = now + timedelta(seconds=int(duration[1]) * _UNITS[duration[2]])
+        try:
+            moment = now + timedelta(seconds=int(duration[1]) * _UNITS[duration[2]])
+        except OverflowError:
+            raise RuleExpiryInvalid(f"{text!r} is further than a date can be written") from None
         moment = moment.replace(microsecond=0)
     else:
         moment = read_time(text)

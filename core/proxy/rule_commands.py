@@ -100,8 +100,8 @@ def _shorthand(kind: str, text: str, flag: str) -> dict[str, JSONValue]:
         return rules.equals(_json_or_text(text))
     if kind == "one_of":
         values = _json_or_text(text)
-        if not isinstance(values, list):
-            values = [v.strip() for v in text.split(",")]
+        if not isinstance(values, list):  # comma-separated, each a JSON value or a text
+            values = [_json_or_text(v.strip()) for v in text.split(",")]
         if not values:
             raise RuleConditionInvalid(f"{flag}: no value given")
         return rules.one_of(values)

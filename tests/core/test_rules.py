@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import rules
@@ -43,6 +43,7 @@ def decide(
 ALLOWED, ASKED, DENIED = Outcome.ALLOW, Outcome.APPROVE, Outcome.DENY
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_a_folder_prefix_cannot_be_escaped_with_dot_dot_or_a_lookalike() -> None:
     notes = rule(Effect.ALLOW, ("path", rules.under_folder("/home/me/notes")))
     for path in ("/home/me/notes/a.txt", "/home/me/notes", "/home/me/notes/deep/b.md"):
@@ -54,6 +55,7 @@ def test_a_folder_prefix_cannot_be_escaped_with_dot_dot_or_a_lookalike() -> None
     assert decide({}, notes).outcome is ASKED  # no path: the condition does not hold
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_an_allow_rule_written_by_hand_still_never_allows_a_dot_dot_segment() -> None:
     loose = rule(Effect.ALLOW, ("path", rules.pattern("^/home/me/notes/")))
     assert decide({"path": "/home/me/notes/a"}, loose).outcome is ALLOWED
@@ -104,12 +106,14 @@ def test_an_allow_rule_allows_without_asking_and_the_decision_names_it() -> None
     assert "rule" not in before_rules  # a decision no rule made is recorded as it always was
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_a_deny_stands_whatever_a_rule_allows() -> None:
     anyone = ArgumentRule.make("mail", "send", Effect.ALLOW, {})
     assert decide({}, anyone, tools={TOOL: Rule.DENY}).outcome is DENIED
     assert decide({}, anyone, classes={SideEffect.REMOTE_MUTATION: Rule.DENY}).outcome is DENIED
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_an_expired_rule_does_nothing() -> None:
     soon = rule(Effect.ALLOW, ("to", rules.equals("ana@example.org")),
                 expires=NOW + timedelta(hours=1))  # fmt: skip
@@ -123,11 +127,12 @@ def test_an_expired_rule_does_nothing() -> None:
 def test_an_expiry_is_a_duration_or_a_time_in_the_future() -> None:
     assert rules.expiry("2h", NOW) == NOW + timedelta(hours=2)
     assert rules.expiry("2026-12-31T18:00:00Z", NOW) == datetime(2026, 12, 31, 18, tzinfo=UTC)
-    for text in ("2026-12-05T20:00:00Z", "0m", "yesterday", "-5m", "soon"):
+    for text in ("2026-12-05T20:00:00Z", "0m", "yesterday", "-5m", "soon", "999999w"):
         with pytest.raises(RuleExpiryInvalid):
             rules.expiry(text, NOW)
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_an_allow_rule_on_a_destructive_tool_needs_the_confirmation_to_decide() -> None:
     plain = ArgumentRule.make("mail", "send", Effect.ALLOW, {})
     confirmed = ArgumentRule.make("mail", "send", Effect.ALLOW, {}, destructive=True)
@@ -148,6 +153,7 @@ def test_a_rule_changes_the_policys_identity_and_no_rule_keeps_it() -> None:
     assert ConfigPolicy(rules={TOOL: [one]}).identity() != ConfigPolicy().identity()
 
 
+@pytest.mark.guarantee("G-RULES-1")
 @pytest.mark.parametrize("when", [[], {"type": 5}, {"pattern": "("}, {"$ref": "http://x/y"},
                                   {"$schema": "https://example.org/unknown"}])  # fmt: skip
 def test_a_malformed_condition_is_refused_by_name(when: Any) -> None:
@@ -172,6 +178,8 @@ SCHEMAS = st.recursive(
 )
 
 
+@pytest.mark.guarantee("G-RULES-1")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     found=st.lists(
         st.builds(

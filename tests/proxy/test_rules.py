@@ -78,6 +78,7 @@ MALFORMED = {
 }
 
 
+@pytest.mark.guarantee("G-RULES-1")
 @pytest.mark.parametrize("case", list(MALFORMED))
 def test_a_malformed_rule_is_refused_by_name_and_the_configuration_is_unchanged(
     rig: Rig, home: Path, case: str
@@ -110,6 +111,7 @@ def test_a_rule_added_listed_and_removed_is_recorded_each_time(rig: Rig, home: P
     assert missing.returncode == 2 and "[UnknownRule]" in missing.stderr
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_an_allow_rule_on_a_destructive_tool_needs_a_second_confirmation(
     rig: Rig, home: Path
 ) -> None:
@@ -198,6 +200,7 @@ def test_a_reject_rule_refuses_what_the_class_would_allow(rig: Rig) -> None:
 
 
 @pytest.mark.guarantee("G-FILES-2")
+@pytest.mark.guarantee("G-RULES-1")
 def test_an_allow_rule_never_allows_a_request_touching_signoffs_own_files(
     rig: Rig, home: Path
 ) -> None:
@@ -264,7 +267,8 @@ RULES = st.dictionaries(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.guarantee("G-RULES-1")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rules=RULES, policy=st.sampled_from([None, *Rule]))
 def test_no_rule_however_written_offers_a_tool_the_class_policy_leaves_unavailable(
     rules: dict[str, tuple[ArgumentRule, ...]], policy: Rule | None
