@@ -267,6 +267,15 @@ def _value(value: Any, kind: Any) -> str | None:
     return str(kind(value).value)
 
 
+def _literal(text: str) -> Any:
+    """A TOML literal string when it can be one (a pattern's backslashes read as written)."""
+    import tomlkit
+
+    if "'" in text or "\n" in text:
+        return text
+    return tomlkit.string(text, literal=True)
+
+
 def _inline(values: Mapping[str, JSONValue]) -> Any:
     import tomlkit  # loaded by the Editor already: a command that edits nothing loads neither
 
@@ -302,7 +311,7 @@ def add_rule(path: Path, rule: ArgumentRule, *, confirm_destructive: bool = Fals
         rule = dataclasses.replace(rule, destructive=True)
     table = editor.table("servers", rule.server, "tools", rule.tool, "rules", rule.id)
     for key, value in rule.table().items():
-        table[key] = value
+        table[key] = _literal(value) if key == "when" else value
     return editor.save()
 
 

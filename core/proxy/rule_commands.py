@@ -36,7 +36,7 @@ def register(commands: Any) -> None:
     p = actions.add_parser(
         "add",
         help="add a rule: --server S --tool T --allow|--reject and a condition",
-        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        description=__doc__.split("\n\n", 1)[1].replace("``", "") if __doc__ else None,
     )
     p.add_argument("--server", required=True, metavar="NAME")
     p.add_argument("--tool", required=True, metavar="TOOL")
