@@ -210,7 +210,7 @@ def under_folder(folder: str) -> dict[str, JSONValue]:
     ``..`` segment anywhere (so ``/notes/../secrets`` is not inside ``/notes``). The folder
     must be absolute and written plainly (no ``.``, ``..`` or doubled separators)."""
     plain = folder.rstrip("/") or "/"
-    if not folder.startswith("/") or posixpath.normpath(plain) != plain:
+    if not folder.startswith("/") or "//" in plain or posixpath.normpath(plain) != plain:
         raise RuleConditionInvalid(
             f"{folder!r}: a folder is an absolute path written plainly (no ., .. or //)"
         )
