@@ -119,7 +119,8 @@ OUTER: tuple[Mutation, ...] = (
         "        if not rules or decision.outcome is Outcome.DENY:\n",
         "        if not rules:\n",
         "an allow rule runs a call on a tool the operator denied",
-        "tests/core/test_rules.py::test_a_deny_stands_whatever_a_rule_allows",
+        "tests/core/test_rules.py::"
+        "test_no_rule_loosens_a_deny_or_makes_an_allow_out_of_anything_but_an_ask",
     ),
     Mutation(
         "an allow rule on a destructive tool decides unconfirmed",
