@@ -279,3 +279,19 @@ def test_no_rule_however_written_offers_a_tool_the_class_policy_leaves_unavailab
     offered = _offered(tools)
     assert offered == _offered(_tools({})) == {"offered"}
     assert not offered & set(UNAVAILABLE)
+
+
+def test_a_rule_added_while_the_proxy_runs_decides_its_next_call(rig: Rig) -> None:
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            held = await host.call_tool("write_note", {"text": "one"})
+            assert WAITS in text(held)
+            add(rig, "--allow", "--equals", "text=two")
+            ran = await host.call_tool("write_note", {"text": "two"})
+            assert not ran.is_error and text(ran) == "wrote 'two'"
+            add(rig, "--reject", "--equals", "text=three")
+            refused = await host.call_tool("write_note", {"text": "three"})
+            assert refused.is_error and "rejected by rule" in text(refused)
+
+    anyio.run(scenario)
+    assert rig.notes.read_text() == "first\ntwo\n"  # type: ignore[attr-defined]
