@@ -183,6 +183,32 @@ class TTLRefused(ConfigError):
     run for ever), or a grant TTL of zero (every approval would lapse as it is granted)."""
 
 
+class RuleRefused(ConfigError):
+    """A rule on a tool's arguments is refused whole (core/rules.py): the configuration is left
+    as it was."""
+
+
+class RuleConditionInvalid(RuleRefused):
+    """A rule's condition is not a self-contained JSON Schema object that compiles (or a
+    shorthand, such as a folder that is not absolute, cannot be made into one)."""
+
+
+class RuleExpiryInvalid(RuleRefused):
+    """A rule's expiry cannot be read as a duration or a time, or is not in the future."""
+
+
+class RuleTargetUnknown(RuleRefused):
+    """A rule names a server that is not configured, or a tool of it that was never pinned."""
+
+
+class RuleNeedsConfirmation(RuleRefused):
+    """An allow rule on a destructive tool needs the operator's explicit second confirmation."""
+
+
+class UnknownRule(RuleRefused):
+    """No rule in the configuration has this id."""
+
+
 class NotRecheckable(SignoffError):
     """A recorded evaluation cannot be rebuilt from the record, so it cannot be re-checked."""
 

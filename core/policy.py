@@ -17,7 +17,13 @@ Rules:
    evaluation, so a re-check can say which policy decided.
 6. A policy that raises, or answers something that is not a ``PolicyDecision``, fails closed:
    the gate records the failure by its type's name and ends the run; nothing runs.
-7. The MCP proxy's duplicate rule stands in front of the policy (``DUPLICATE_KIND``,
+7. Rules on a tool's arguments (core/rules.py) are asked after the tool's or its class's rule,
+   about the arguments as the server will receive them (the tool's fixed values over them): a
+   deny stands; a matching ``reject`` rule denies an allowed or asked request; a matching
+   ``allow`` rule allows an asked one without asking. The decision names the rule (``rule``).
+   An expiry is compared with the policy's clock: the wall clock, or (``at``) the time of the
+   evaluation a re-check repeats.
+8. The MCP proxy's duplicate rule stands in front of the policy (``DUPLICATE_KIND``,
    ``behind_duplicate_rule``), and so does the rule for Signoff's own files (``OWN_FILES_KIND``,
    core/own_files.py); a re-check leaves them out and compares the policy behind them.
 """
@@ -25,15 +31,19 @@ Rules:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from core import canonical
 from core.canonical import JSONValue
 from core.errors import ConfigError, NotRecheckable
 from core.tools import SideEffect
+
+if TYPE_CHECKING:
+    from core.rules import ArgumentRule
 
 
 class Outcome(enum.StrEnum):
@@ -48,16 +58,29 @@ class PolicyDecision:
     outcome: Outcome
     reason: str = ""
     kind: str = ""  # the approval's kind, with APPROVE
+    rule: str = ""  # the id of the rule on the tool's arguments that decided (core/rules.py)
 
     def as_json(self) -> dict[str, JSONValue]:
-        return {"outcome": self.outcome.value, "reason": self.reason, "kind": self.kind}
+        value: dict[str, JSONValue] = {
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "kind": self.kind,
+        }
+        if self.rule:  # only then: a decision recorded before rules reads as it did
+            value["rule"] = self.rule
+        return value
 
     @classmethod
     def from_json(cls, value: JSONValue) -> PolicyDecision:
         if not isinstance(value, dict):
             raise NotRecheckable("a recorded policy decision is not an object")
         try:
-            return cls(Outcome(str(value["outcome"])), str(value["reason"]), str(value["kind"]))
+            return cls(
+                Outcome(str(value["outcome"])),
+                str(value["reason"]),
+                str(value["kind"]),
+                str(value.get("rule") or ""),
+            )
         except (KeyError, ValueError) as e:
             raise NotRecheckable(f"a recorded policy decision is incomplete: {e}") from None
 
@@ -184,34 +207,77 @@ def _decide(rule: Rule, side_effect: SideEffect, why: str) -> PolicyDecision:
 
 
 class ConfigPolicy:
-    """Allow / approve / deny per class and per tool; no language, no state."""
+    """Allow / approve / deny per class and per tool, then the rules on a tool's arguments
+    (rule 7); no language, no state."""
 
     def __init__(
         self,
         classes: Mapping[SideEffect, Rule] | None = None,
         tools: Mapping[str, Rule] | None = None,
+        *,
+        rules: Mapping[str, Sequence[ArgumentRule]] | None = None,
+        fixed: Mapping[str, Mapping[str, JSONValue]] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
+        """``rules`` and ``fixed``: per tool, by the gate's name for it (``server/tool``)."""
         self.classes = {**DEFAULT_RULES, **(classes or {})}
         self.tools = dict(tools or {})
+        self.rules = {tool: tuple(found) for tool, found in (rules or {}).items() if found}
+        self.fixed = {tool: dict(values) for tool, values in (fixed or {}).items()
+                      if tool in self.rules and values}  # fmt: skip
+        self.clock = clock or (lambda: datetime.now(UTC))
         self._identity: tuple[object, str] | None = None  # (the rules it was made from, it)
+
+    def at(self, moment: datetime) -> ConfigPolicy:
+        """The same policy, its clock stopped at ``moment`` (for a re-check)."""
+        return ConfigPolicy(self.classes, self.tools, rules=self.rules, fixed=self.fixed,
+                            clock=lambda: moment)  # fmt: skip
 
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         value = request.value()
         side_effect = SideEffect(value["side_effect"])
         tool = value["tool"]
         if tool in self.tools:
-            return _decide(self.tools[tool], side_effect, f"the rule for tool {tool}")
-        return _decide(self.classes[side_effect], side_effect, f"the rule for {side_effect}")
+            decision = _decide(self.tools[tool], side_effect, f"the rule for tool {tool}")
+        else:
+            decision = _decide(
+                self.classes[side_effect], side_effect, f"the rule for {side_effect}"
+            )
+        rules = self.rules.get(tool)
+        if not rules or decision.outcome is Outcome.DENY:
+            return decision
+        from core import rules as argument_rules  # here: a policy with no rules loads none
+
+        arguments = value["arguments"]
+        if isinstance(arguments, dict):  # as the server will receive them (the gate's merge)
+            arguments = {**arguments, **self.fixed.get(tool, {})}
+        found = argument_rules.deciding(
+            rules, arguments, destructive=side_effect is SideEffect.DESTRUCTIVE, now=self.clock()
+        )
+        if found is None:
+            return decision
+        note = f" ({found.note})" if found.note else ""
+        if found.effect is argument_rules.Effect.REJECT:
+            return PolicyDecision(Outcome.DENY, f"rejected by rule {found.id}{note}", rule=found.id)
+        if decision.outcome is Outcome.APPROVE:
+            return PolicyDecision(Outcome.ALLOW, f"allowed by rule {found.id}{note}", rule=found.id)
+        return decision
 
     def configuration(self) -> dict[str, JSONValue]:
-        return {
+        value: dict[str, JSONValue] = {
             "classes": {c.value: r.value for c, r in sorted(self.classes.items())},
             "tools": {t: r.value for t, r in sorted(self.tools.items())},
         }
+        if self.rules:  # only then: a policy with no rules keeps the identity it had
+            value["rules"] = [r.as_json() for tool in sorted(self.rules)
+                              for r in sorted(self.rules[tool], key=lambda r: r.id)]  # fmt: skip
+            value["fixed"] = {tool: dict(values) for tool, values in sorted(self.fixed.items())}
+        return value
 
     def identity(self) -> str:
         # Asked with every evaluation: made again only when the rules changed since.
-        rules = (tuple(self.classes.items()), tuple(self.tools.items()))
+        rules = (tuple(self.classes.items()), tuple(self.tools.items()),
+                 tuple(self.rules.items()), tuple(self.fixed.items()))  # fmt: skip
         if self._identity is None or self._identity[0] != rules:
             self._identity = (rules, canonical.sha256_hex(self.configuration()))
         return self._identity[1]

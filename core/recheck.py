@@ -14,11 +14,14 @@ Rules:
    policy behind it answered short of deny or abort, so it differs only when the policy would
    now deny or abort. The identity recorded (the policy's, wrapped by the proxy's rules or by
    ``OwnFilesRule``) is reported as the policy's own when it is the given policy's, wrapped.
+5. A policy with a clock of its own (``at``, core/policy.py rule 7: a rule's expiry) is asked
+   as of the time the evaluation was recorded: an expired rule did decide before it expired.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from core import canonical
 from core.errors import JSONRefused, NotRecheckable, UnknownRun
@@ -57,7 +60,8 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
         if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
             raise UnknownRun(f"there is no run {run_id}")
         rows = conn.execute(
-            "SELECT seq, step_idx, payload FROM events WHERE run_id = ? AND kind = 'step.policy'"
+            "SELECT seq, step_idx, payload, at FROM events"
+            " WHERE run_id = ? AND kind = 'step.policy'"
             " ORDER BY seq",
             (run_id,),
         ).fetchall()
@@ -69,7 +73,8 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
     if now_policy is not None:
         wrapped.add(behind_duplicate_rule(now_policy))
     differences = []
-    for seq, step, payload_text in rows:
+    at = getattr(policy, "at", None)
+    for seq, step, payload_text, when in rows:
         try:
             payload = canonical.loads(payload_text)
         except JSONRefused as e:
@@ -78,13 +83,21 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
             raise NotRecheckable(f"event {seq} does not record an evaluation")
         then = PolicyDecision.from_json(payload["decision"])
         request = PolicyRequest(canonical.dumps_text(payload["request"]))
-        now = policy.evaluate(request)
+        asked = policy if at is None else at(_time(seq, when))
+        now = asked.evaluate(request)
         if not _same(then, now):
             then_policy = payload["policy"] if isinstance(payload["policy"], str) else None
             if then_policy is not None and then_policy in wrapped:
                 then_policy = now_policy
             differences.append(Difference(run_id, int(step), then, now, then_policy, now_policy))
     return Recheck(run_id, len(rows), tuple(differences))
+
+
+def _time(seq: int, text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise NotRecheckable(f"event {seq} has no time that can be read: {text!r}") from None
 
 
 def _same(then: PolicyDecision, now: PolicyDecision) -> bool:

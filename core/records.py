@@ -6,7 +6,9 @@ Views are frozen copies: changing one changes nothing in the store or in a sessi
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,4 +200,20 @@ def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
                 fixed_values(spec),
             )
         )
+    return found
+
+
+def decided_by_rule(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Per run, the last rule on the arguments (core/rules.py) that decided one of its policy
+    evaluations: its id, and "allowed" or "rejected" (as the history says "allowed by rule
+    R..."). A run no rule decided is not in it."""
+    found: dict[str, tuple[str, str]] = {}
+    for run_id, rule, outcome in conn.execute(
+        "SELECT run_id, json_extract(payload, '$.decision.rule'),"
+        " json_extract(payload, '$.decision.outcome') FROM events"
+        " WHERE kind = 'step.policy' AND run_id IN (SELECT value FROM json_each(?))"
+        " AND json_extract(payload, '$.decision.rule') IS NOT NULL ORDER BY seq",
+        (json.dumps(list(run_ids)),),
+    ):
+        found[str(run_id)] = (str(rule), "allowed" if outcome == "allow" else "rejected")
     return found

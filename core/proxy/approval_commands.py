@@ -14,7 +14,7 @@ import sys
 from core import paths, present
 from core.canonical import loads
 from core.errors import SignoffError, UnknownApproval
-from core.records import pending_requests, read_approval
+from core.records import decided_by_rule, pending_requests, read_approval
 from core.store import Store
 
 EXIT_OK, EXIT_ERROR = 0, 2  # as core/cli.py's
@@ -54,19 +54,25 @@ def decide(args: argparse.Namespace) -> int:
 
 
 def runs(args: argparse.Namespace) -> int:
+    """The most recent runs; ``rule``: the rule on the arguments that decided (core/rules.py),
+    shown as "allowed by rule R..." or "rejected by rule R..."."""
     with Store.open(paths.database_path()) as store, store.snapshot() as conn:
         rows = conn.execute(
             "SELECT id, created_at, server, tool, status, end_reason, updated_at FROM runs"
             " ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (args.limit,),
         ).fetchall()
+        decided = decided_by_rule(conn, [str(row[0]) for row in rows])
     keys = ("id", "created_at", "server", "tool", "status", "end_reason", "updated_at")
     for row in rows:
+        rule = decided.get(row[0])
         if args.json:
-            print(json.dumps(dict(zip(keys, row, strict=True))))
+            found = dict(zip(keys, row, strict=True))
+            print(json.dumps({**found, "rule": rule[0] if rule else None}))
         else:
             what = f"{row[2]}/{row[3]}" if row[2] else row[0]
-            print(f"{row[1]}  {what:40}  {row[4]}{f' ({row[5]})' if row[5] else ''}")
+            by = f"  {rule[1]} by rule {rule[0]}" if rule else ""
+            print(f"{row[1]}  {what:40}  {row[4]}{f' ({row[5]})' if row[5] else ''}{by}")
     return EXIT_OK
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from core import paths
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError
-from core.proxy import approval_commands
+from core.proxy import approval_commands, rule_commands
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.store import Store
@@ -118,6 +118,8 @@ def register(commands: Any) -> None:
     )
     p.add_argument("target", nargs="+", metavar="CLASS | NAME TOOL")
     p.set_defaults(func=policy)
+
+    rule_commands.register(commands)
 
     p = commands.add_parser(
         "tool", help="a tool's fixed and denied parameters and annotation overrule"

@@ -29,6 +29,13 @@ fixed = { mode = "0644" }        # set by the proxy, hidden from the model
 deny = ["follow_symlinks"]       # removed from the schema; a call setting it fails
 overrule_annotations = false     # true: keep the class even if the server's hints disagree
 call_timeout_seconds = 600       # this tool's calls
+
+[servers.fs.tools.write_file.rules.R3fa9c1]   # a rule on the arguments (core/rules.py)
+effect = "allow"                 # or "reject"
+when = '{"type":"object","properties":{"path":{"type":"string","pattern":"^/home/me/notes(/|$)"}}}'
+expires = "2026-12-31T18:00:00Z" # optional: after it the rule does nothing
+note = "my notes"
+destructive = true               # an allow on a destructive tool, confirmed as such
 ```
 
 A call past its timeout, or one the host cancelled, is cancelled at the server
@@ -52,9 +59,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import canonical, private_files
+from core import rules as argument_rules
 from core.canonical import JSONValue
-from core.errors import ConfigError, JSONRefused, TTLRefused
+from core.errors import ConfigError, JSONRefused, RuleRefused, TTLRefused
 from core.policy import ConfigPolicy, Rule
+from core.rules import ArgumentRule
 from core.tools import SideEffect
 
 if TYPE_CHECKING:  # imported where the file is parsed or edited: a command that reads no
@@ -83,6 +92,7 @@ class ToolConfig:
     deny: tuple[str, ...] = ()
     overrule_annotations: bool = False
     call_timeout_seconds: float | None = None  # None: the server's
+    rules: tuple[ArgumentRule, ...] = ()  # on its arguments, by id
 
 
 @dataclass(frozen=True)
@@ -133,7 +143,24 @@ class Config:
             for tool, spec in server.tools.items()
             if spec.policy is not None
         }
-        return ConfigPolicy(self.classes, tools)
+        rules = {
+            f"{server.name}/{tool}": spec.rules
+            for server in self.servers.values()
+            for tool, spec in server.tools.items()
+            if spec.rules
+        }
+        fixed = {
+            f"{server.name}/{tool}": spec.fixed
+            for server in self.servers.values()
+            for tool, spec in server.tools.items()
+            if spec.rules and spec.fixed
+        }
+        return ConfigPolicy(self.classes, tools, rules=rules, fixed=fixed)
+
+    def rules(self) -> list[ArgumentRule]:
+        """Every rule on a tool's arguments, by server, tool and id."""
+        return [rule for server in self.servers.values() for spec in server.tools.values()
+                for rule in spec.rules]  # fmt: skip
 
 
 class _Where:
@@ -260,6 +287,7 @@ def parse(document: dict[str, Any], where: _Where) -> Config:
     servers = {}
     for name, raw in _table(document.get("servers", {}), ("servers",), where).items():
         servers[name] = _server(name, raw, where)
+    _unique_rules(servers, where)
     notifications = document.get("notifications", NOTIFICATIONS[0])
     if notifications not in NOTIFICATIONS:
         raise where.error(("notifications",), f"{notifications!r} is not one of: each, tray")
@@ -312,7 +340,7 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
 def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
     table = _table(raw, key, where)
     known = {"class", "pin", "policy", "fixed", "deny", "overrule_annotations",
-             "call_timeout_seconds"}  # fmt: skip
+             "call_timeout_seconds", "rules"}  # fmt: skip
     _known(table, known, key, where)
     side_effect = None
     if "class" in table:
@@ -338,7 +366,31 @@ def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
     if both:
         raise where.error(key, f"{sorted(both)} cannot be both fixed and denied")
     timeout = _own_timeout(table, key, where)
-    return ToolConfig(side_effect, pin, policy, dict(fixed), tuple(deny), overrule, timeout)
+    rules = _rules(table, key, where)
+    return ToolConfig(side_effect, pin, policy, dict(fixed), tuple(deny), overrule, timeout, rules)
+
+
+def _rules(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> tuple[ArgumentRule, ...]:
+    """A tool's rules on its arguments (core/rules.py), each refused by its own error."""
+    found = []
+    for rule, raw in _table(table.get("rules", {}), (*key, "rules"), where).items():
+        try:
+            table_of = _table(raw, (*key, "rules", rule), where)
+            found.append(argument_rules.from_table(key[1], key[3], rule, table_of))
+        except RuleRefused as e:
+            raise where.error((*key, "rules", rule), str(e), type(e)) from None
+    return tuple(sorted(found, key=lambda r: r.id))
+
+
+def _unique_rules(servers: dict[str, ServerConfig], where: _Where) -> None:
+    seen: dict[str, str] = {}
+    for server in servers.values():
+        for tool, spec in server.tools.items():
+            for rule in spec.rules:
+                other = seen.setdefault(rule.id, f"{server.name}/{tool}")
+                if other != f"{server.name}/{tool}":
+                    raise where.error(("servers", server.name, "tools", tool, "rules", rule.id),
+                                      f"the id of a rule on {other} too", RuleRefused)  # fmt: skip
 
 
 def _pin(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> str | None:
@@ -453,7 +505,7 @@ class Editor:
             if not isinstance(node, dict):  # a value where a table belongs: load refuses it too
                 raise ConfigError(f"{self.path}: {'.'.join(keys)}: must be a table")
             if key not in node:
-                node[key] = tomlkit.table(is_super_table=key in ("servers", "tools"))
+                node[key] = tomlkit.table(is_super_table=key in ("servers", "tools", "rules"))
             elif isinstance(node[key], tomlkit.items.InlineTable):
                 # An inline table cannot take a table inside it: make it an ordinary table,
                 # keeping its keys and values.

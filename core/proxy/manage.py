@@ -7,25 +7,38 @@ Rules:
    validates the whole result before writing it: a refused change (``ConfigError``) leaves the
    file as it was.
 2. Each returns the configuration as saved (``classify``: with the classes it set).
-3. A change that alters the policy's identity (a class rule, a tool's rule) is recorded in the
+3. A rule on a tool's arguments (core/rules.py) is added to a pinned tool of a configured
+   server (``RuleTargetUnknown`` otherwise); an allow rule on a tool classified destructive
+   only with ``confirm_destructive`` (``RuleNeedsConfirmation``), and then it says so.
+4. A change that alters the policy's identity (a class rule, a tool's rule) is recorded in the
    audit chain by ``record_policy_change``, so that the history shows when the rules changed
    and a re-check can say what the new rules would have decided differently.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.canonical import JSONValue
-from core.errors import ConfigError
+from core.errors import (
+    ConfigError,
+    RuleNeedsConfirmation,
+    RuleRefused,
+    RuleTargetUnknown,
+    UnknownRule,
+)
 from core.policy import Rule
 from core.proxy import classifying
 from core.proxy.config import ENV_NAME, SERVER_NAME, Config, Editor, decode, load, load_text
 from core.proxy.pins import ListedTool
 from core.store import Store, utc_now
 from core.tools import SideEffect
+
+if TYPE_CHECKING:
+    from core.rules import ArgumentRule
 
 OWN_SETTINGS = ("call_timeout_seconds", "result_limit_bytes")  # a server may have its own
 TIMINGS = ("hold_seconds", "duplicate_window_seconds", "call_timeout_seconds",
@@ -254,6 +267,15 @@ def _value(value: Any, kind: Any) -> str | None:
     return str(kind(value).value)
 
 
+def _literal(text: str) -> Any:
+    """A TOML literal string when it can be one (a pattern's backslashes read as written)."""
+    import tomlkit
+
+    if "'" in text or "\n" in text:
+        return text
+    return tomlkit.string(text, literal=True)
+
+
 def _inline(values: Mapping[str, JSONValue]) -> Any:
     import tomlkit  # loaded by the Editor already: a command that edits nothing loads neither
 
@@ -261,6 +283,50 @@ def _inline(values: Mapping[str, JSONValue]) -> Any:
     for key, value in values.items():
         table[key] = value
     return table
+
+
+def add_rule(path: Path, rule: ArgumentRule, *, confirm_destructive: bool = False) -> Config:
+    """Add ``rule`` (rule 3); the rule as saved is ``rule_of(config, rule.id)``."""
+    from core import rules as argument_rules
+
+    editor = Editor(path)
+    config = Config() if editor.read is None else load_text(path, decode(path, editor.read))
+    server = config.servers.get(rule.server)
+    if server is None:
+        raise RuleTargetUnknown(f"no server {rule.server}")
+    spec = server.tools.get(rule.tool)
+    if spec is None or spec.pin is None:
+        raise RuleTargetUnknown(
+            f"{rule.server} has no pinned tool {rule.tool}: pin it (signoff pin) first"
+        )
+    if any(r.id == rule.id for r in config.rules()):
+        raise RuleRefused(f"the same rule is there already: {rule.id}")
+    destructive = spec.side_effect is SideEffect.DESTRUCTIVE
+    if rule.effect is argument_rules.Effect.ALLOW and destructive:
+        if not confirm_destructive:
+            raise RuleNeedsConfirmation(
+                f"{rule.gate_name} is destructive: an allow rule on it runs such calls without"
+                " asking; confirm it as such (--yes-destructive)"
+            )
+        rule = dataclasses.replace(rule, destructive=True)
+    table = editor.table("servers", rule.server, "tools", rule.tool, "rules", rule.id)
+    for key, value in rule.table().items():
+        table[key] = _literal(value) if key == "when" else value
+    return editor.save()
+
+
+def remove_rule(path: Path, rule_id: str) -> Config:
+    """Remove the rule with this id (``UnknownRule`` when there is none)."""
+    editor = Editor(path)
+    for name, server in _servers(editor).items():
+        for tool, spec in server.get("tools", {}).items():
+            rules = spec.get("rules", {}) if isinstance(spec, dict) else {}
+            if isinstance(rules, dict) and rule_id in rules:
+                del rules[rule_id]
+                if not rules:
+                    del editor.table("servers", name, "tools", tool)["rules"]
+                return editor.save()
+    raise UnknownRule(f"no rule {rule_id}")
 
 
 # --- the record --------------------------------------------------------------------------

@@ -267,7 +267,12 @@ class Proxy:
             return False
         if state.changed_outside:
             log.error("%s", state.why())
-        self.policy.inner = new.policy()
+        inner = new.policy()
+        # Rules see the fixed values the gate sends, which are the ones it started with.
+        sent = {f"{server.name}/{tool}": spec.fixed for server in self.config.servers.values()
+                for tool, spec in server.tools.items() if spec.fixed}  # fmt: skip
+        inner.fixed = {tool: sent[tool] for tool in inner.rules if tool in sent}
+        self.policy.inner = inner
         self.config = dataclasses.replace(
             self.config,
             classes=new.classes,

@@ -94,6 +94,45 @@ OUTER: tuple[Mutation, ...] = (
         "test_changed_or_never_pinned_instructions_are_withheld_and_logged",
     ),
     Mutation(
+        "an allow rule decides a request with a .. segment",
+        "G-RULES-1",
+        "core/rules.py",
+        "    if has_dot_segment(arguments):\n",
+        "    if False:\n",
+        "a folder written by hand as a pattern is escaped with /notes/../secrets",
+        "tests/core/test_rules.py::"
+        "test_an_allow_rule_written_by_hand_still_never_allows_a_dot_dot_segment",
+    ),
+    Mutation(
+        "an expired rule still decides",
+        "G-RULES-1",
+        "core/rules.py",
+        "        return self.expires is not None and self.expires <= now\n",
+        "        return False\n",
+        "a rule the operator let lapse goes on allowing calls unasked",
+        "tests/core/test_rules.py::test_an_expired_rule_does_nothing",
+    ),
+    Mutation(
+        "a rule loosens a deny",
+        "G-RULES-1",
+        "core/policy.py",
+        "        if not rules or decision.outcome is Outcome.DENY:\n",
+        "        if not rules:\n",
+        "an allow rule runs a call on a tool the operator denied",
+        "tests/core/test_rules.py::"
+        "test_no_rule_loosens_a_deny_or_makes_an_allow_out_of_anything_but_an_ask",
+    ),
+    Mutation(
+        "an allow rule on a destructive tool decides unconfirmed",
+        "G-RULES-1",
+        "core/rules.py",
+        "        allowed_here = rule.destructive or not destructive  # rule 6\n",
+        "        allowed_here = True\n",
+        "a deletion runs unasked under a rule made before its tool was called destructive",
+        "tests/core/test_rules.py::"
+        "test_an_allow_rule_on_a_destructive_tool_needs_the_confirmation_to_decide",
+    ),
+    Mutation(
         "a server inherits the whole environment",
         "G-PROXY-3",
         "core/proxy/upstream.py",

@@ -1,0 +1,308 @@
+"""Rules on a tool's arguments: "always allow / always reject this tool when...", the condition
+a JSON Schema over the arguments (decision 0048). Pure code: no I/O, the time is given.
+
+Rules:
+
+1. A rule names a server's tool, an effect (``allow`` or ``reject``), a condition (a JSON
+   Schema, self-contained, of the draft the tools' schemas use: core/tools.py), an optional
+   expiry, a note, and an id (``R`` and six hex digits of the SHA-256 over its server, tool,
+   effect, condition and expiry: the same rule has the same id, and a removed rule's id is
+   never taken by a different one).
+2. The condition sees the arguments as the server will receive them: the call's arguments with
+   the tool's fixed values (core/proxy/config.py) over them.
+3. A rule whose expiry is at or before the time it is asked about does nothing.
+4. Of the live rules on a tool, a matching ``reject`` rule decides before any ``allow`` rule
+   (the lowest id first, so the same request always names the same rule).
+5. An ``allow`` rule does not decide a request any of whose strings (at any depth, object keys
+   too) holds a ``..`` path segment: such a request is decided as if there were no rule (it
+   is asked). A folder condition compares text (``under_folder``), so ``/notes/../secrets``
+   would otherwise read as inside ``/notes``.
+6. An ``allow`` rule on a destructive tool decides only when the operator confirmed it for a
+   destructive tool (``destructive``); one made before the tool was classified destructive
+   does nothing until it is made again with that confirmation.
+7. What a rule cannot do is said by the policy (core/policy.py): it is asked only about a tool
+   the proxy offers (pinned, unchanged, classified), after the class or tool rule; a deny
+   stands; the proxy's rules for Signoff's own files and duplicates come after it.
+"""
+
+from __future__ import annotations
+
+import enum
+import posixpath
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+from core import canonical
+from core.canonical import JSONValue
+from core.errors import (
+    JSONRefused,
+    RuleConditionInvalid,
+    RuleExpiryInvalid,
+    RuleRefused,
+    SchemaRefused,
+)
+
+RULE_ID = re.compile(r"R[0-9a-f]{6}")
+KEYS = ("effect", "when", "expires", "note", "destructive")  # a rule's table in config.toml
+# A ``..`` (or ``.``) path segment, with either separator: what rule 5 and ``under_folder``
+# refuse. A word of prose ("wait...") holds none.
+DOT_SEGMENT = r"(^|[/\\])\.\.?([/\\]|$)"
+_DOT_SEGMENT = re.compile(DOT_SEGMENT)
+_DURATION = re.compile(r"(\d{1,6})\s*(s|m|min|h|d|w)")
+_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86_400, "w": 604_800}
+
+
+class Effect(enum.StrEnum):
+    ALLOW = "allow"
+    REJECT = "reject"
+
+
+@dataclass(frozen=True)
+class ArgumentRule:
+    id: str
+    server: str
+    tool: str
+    effect: Effect
+    when: dict[str, JSONValue]
+    expires: datetime | None = None
+    note: str = ""
+    destructive: bool = False  # the operator confirmed an allow on a destructive tool
+
+    @classmethod
+    def make(
+        cls,
+        server: str,
+        tool: str,
+        effect: Effect,
+        when: Any,
+        *,
+        expires: datetime | None = None,
+        note: str = "",
+        destructive: bool = False,
+    ) -> ArgumentRule:
+        """A new rule, its condition checked (``RuleConditionInvalid``) and its id made."""
+        condition = check_condition(when)
+        return cls(
+            rule_id(server, tool, effect, condition, expires),
+            server, tool, effect, condition, expires, note, destructive,
+        )  # fmt: skip
+
+    @property
+    def gate_name(self) -> str:
+        return f"{self.server}/{self.tool}"
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires is not None and self.expires <= now
+
+    @cached_property
+    def _validator(self) -> Any:
+        from core.tools import compile_schema
+
+        return compile_schema(f"rule {self.id}", self.when)
+
+    def matches(self, arguments: JSONValue) -> bool:
+        return bool(self._validator.is_valid(arguments))
+
+    def as_json(self) -> dict[str, JSONValue]:
+        return {
+            "id": self.id, "server": self.server, "tool": self.tool, "effect": self.effect.value,
+            "when": self.when, "expires": None if self.expires is None else when_text(self.expires),
+            "note": self.note, "destructive": self.destructive,
+        }  # fmt: skip
+
+    def table(self) -> dict[str, Any]:
+        """Its table in config.toml (``KEYS``): the condition as JSON text (TOML has no null)."""
+        table: dict[str, Any] = {"effect": self.effect.value,
+                                 "when": canonical.dumps_text(self.when)}  # fmt: skip
+        if self.expires is not None:
+            table["expires"] = when_text(self.expires)
+        if self.note:
+            table["note"] = self.note
+        if self.destructive:
+            table["destructive"] = True
+        return table
+
+
+def rule_id(
+    server: str, tool: str, effect: Effect, when: JSONValue, expires: datetime | None
+) -> str:
+    made = {"server": server, "tool": tool, "effect": effect.value, "when": when,
+            "expires": None if expires is None else when_text(expires)}  # fmt: skip
+    return "R" + canonical.sha256_hex(made)[:6]
+
+
+def from_table(server: str, tool: str, rule: str, table: Mapping[str, Any]) -> ArgumentRule:
+    """A rule as config.toml holds it; ``RuleRefused`` (a subclass) says what is wrong."""
+    if not RULE_ID.fullmatch(rule):
+        raise RuleRefused(f"{rule!r} is not a rule id (R and six hex digits)")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise RuleRefused(f"unknown key {unknown[0]} (known here: {', '.join(KEYS)})")
+    try:
+        effect = Effect(str(table.get("effect")))
+    except ValueError:
+        raise RuleRefused(f"effect = {table.get('effect')!r}: expected allow or reject") from None
+    text = table.get("when")
+    if not isinstance(text, str):
+        raise RuleConditionInvalid("when: the condition, a JSON Schema written as JSON text")
+    try:
+        when = canonical.loads(text)
+    except JSONRefused as e:
+        raise RuleConditionInvalid(f"when: not exact JSON ({e})") from None
+    expires = table.get("expires")
+    if expires is not None and not isinstance(expires, str):
+        raise RuleExpiryInvalid("expires: a time written as 2026-12-31T18:00:00Z")
+    note, destructive = table.get("note", ""), table.get("destructive", False)
+    if not isinstance(note, str) or not isinstance(destructive, bool):
+        raise RuleRefused("note is text, destructive true or false")
+    return ArgumentRule(rule, server, tool, effect, check_condition(when),
+                        None if expires is None else read_time(expires), note,
+                        destructive)  # fmt: skip
+
+
+def check_condition(when: Any) -> dict[str, JSONValue]:
+    """A condition as a rule holds it: a self-contained JSON Schema object that compiles."""
+    from core.tools import compile_schema
+
+    if not isinstance(when, dict):
+        raise RuleConditionInvalid("a condition is a JSON Schema object ({} for any arguments)")
+    try:
+        compile_schema("the condition", when)
+    except SchemaRefused as e:
+        raise RuleConditionInvalid(str(e).replace("the input schema of ", "")) from None
+    for node in _nodes(when):
+        pattern = node.get("pattern") if isinstance(node, dict) else None
+        if isinstance(pattern, str):
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise RuleConditionInvalid(f"pattern {pattern!r} is not a pattern: {e}") from None
+    return when
+
+
+# --- conditions from the command line's shorthands --------------------------------------
+
+
+def equals(value: JSONValue) -> dict[str, JSONValue]:
+    return {"const": value}
+
+
+def one_of(values: list[JSONValue]) -> dict[str, JSONValue]:
+    """One of ``values``, or a non-empty list of nothing else (a list of recipients)."""
+    return {"anyOf": [{"enum": values},
+                      {"type": "array", "minItems": 1, "items": {"enum": values}}]}  # fmt: skip
+
+
+def at_most(bound: float) -> dict[str, JSONValue]:
+    return {"type": "number", "maximum": bound}
+
+
+def pattern(regex: str) -> dict[str, JSONValue]:
+    return {"type": "string", "pattern": regex}
+
+
+def under_folder(folder: str) -> dict[str, JSONValue]:
+    """An absolute path that is ``folder`` or inside it, compared as text, with no ``.`` or
+    ``..`` segment anywhere (so ``/notes/../secrets`` is not inside ``/notes``). The folder
+    must be absolute and written plainly (no ``.``, ``..`` or doubled separators)."""
+    plain = folder.rstrip("/") or "/"
+    if not folder.startswith("/") or "//" in plain or posixpath.normpath(plain) != plain:
+        raise RuleConditionInvalid(
+            f"{folder!r}: a folder is an absolute path written plainly (no ., .. or //)"
+        )
+    head = "" if plain == "/" else re.escape(plain)
+    return {"type": "string", "pattern": f"^{head}(/|$)",
+            "not": {"pattern": DOT_SEGMENT}}  # fmt: skip
+
+
+def on_arguments(conditions: Iterable[tuple[str, dict[str, JSONValue]]]) -> dict[str, JSONValue]:
+    """Per-argument conditions as one schema: each argument present and meeting all of its."""
+    each: dict[str, list[JSONValue]] = {}
+    for name, condition in conditions:
+        each.setdefault(name, []).append(condition)
+    properties: dict[str, JSONValue] = {
+        name: found[0] if len(found) == 1 else {"allOf": found} for name, found in each.items()
+    }
+    return {"type": "object", "properties": properties, "required": list(each)}
+
+
+# --- time ------------------------------------------------------------------------------
+
+
+def when_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_time(text: str) -> datetime:
+    """A time as written in config.toml or given: ISO 8601; without a zone, local time."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise RuleExpiryInvalid(f"{text!r} is not a time (2026-12-31T18:00:00Z)") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # as the person who typed it reads a clock
+    return moment.astimezone(UTC).replace(microsecond=0)
+
+
+def expiry(text: str, now: datetime) -> datetime:
+    """``--expires``: a duration from ``now`` (30m, 2h, 7d, 1w) or a time; in the future."""
+    duration = _DURATION.fullmatch(text.strip())
+    if duration is not None:
+        try:
+            moment = now + timedelta(seconds=int(duration[1]) * _UNITS[duration[2]])
+        except OverflowError:
+            raise RuleExpiryInvalid(f"{text!r} is further than a date can be written") from None
+        moment = moment.replace(microsecond=0)
+    else:
+        moment = read_time(text)
+    if moment <= now:
+        raise RuleExpiryInvalid(f"{text!r} is not in the future: the rule would do nothing")
+    return moment
+
+
+# --- deciding --------------------------------------------------------------------------
+
+
+def deciding(
+    rules: Iterable[ArgumentRule], arguments: JSONValue, *, destructive: bool, now: datetime
+) -> ArgumentRule | None:
+    """The rule that decides a request with these ``arguments`` (as the server will receive
+    them), at ``now``: rules 3 to 6. None: no rule decides."""
+    live = sorted((r for r in rules if not r.expired(now)), key=lambda r: r.id)
+    for rule in live:
+        if rule.effect is Effect.REJECT and rule.matches(arguments):
+            return rule
+    if has_dot_segment(arguments):
+        return None
+    for rule in live:
+        allowed_here = rule.destructive or not destructive  # rule 6
+        if rule.effect is Effect.ALLOW and allowed_here and rule.matches(arguments):
+            return rule
+    return None
+
+
+def has_dot_segment(arguments: JSONValue) -> bool:
+    return any(_DOT_SEGMENT.search(text) for text in _strings(arguments))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    for node in _nodes(value):
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            yield from (key for key in node if isinstance(key, str))
+
+
+def _nodes(value: Any) -> Iterator[Any]:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)

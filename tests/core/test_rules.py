@@ -1,0 +1,205 @@
+"""Rules on a tool's arguments (core/rules.py, decision 0048), as the policy evaluates them: a
+condition is a JSON Schema over the arguments as the server will receive them; a reject rule
+refuses, an allow rule allows what would be asked; expired rules, unconfirmed allows on a
+destructive tool and requests with a ``..`` segment are decided as if there were no rule."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core import rules
+from core.errors import RuleConditionInvalid, RuleExpiryInvalid
+from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
+from core.rules import ArgumentRule, Effect
+from core.tools import SideEffect
+
+TOOL = "mail/send"
+NOW = datetime(2026, 12, 5, 21, 0, tzinfo=UTC)
+
+
+def rule(effect: Effect, *conditions: tuple[str, dict[str, Any]], **kw: Any) -> ArgumentRule:
+    return ArgumentRule.make("mail", "send", effect, rules.on_arguments(conditions), **kw)
+
+
+def decide(
+    arguments: Any,
+    *found: ArgumentRule,
+    side_effect: SideEffect = SideEffect.REMOTE_MUTATION,
+    now: datetime = NOW,
+    **policy: Any,
+) -> PolicyDecision:
+    request = PolicyRequest.build(
+        tool=TOOL, spec_hash="0" * 64, side_effect=side_effect, idempotent=False,
+        arguments=arguments, run_id="run", goal="", step=0, consecutive_failures=0,
+    )  # fmt: skip
+    return ConfigPolicy(rules={TOOL: found}, clock=lambda: now, **policy).evaluate(request)
+
+
+ALLOWED, ASKED, DENIED = Outcome.ALLOW, Outcome.APPROVE, Outcome.DENY
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_folder_prefix_cannot_be_escaped_with_dot_dot_or_a_lookalike() -> None:
+    notes = rule(Effect.ALLOW, ("path", rules.under_folder("/home/me/notes")))
+    for path in ("/home/me/notes/a.txt", "/home/me/notes", "/home/me/notes/deep/b.md"):
+        assert decide({"path": path}, notes).outcome is ALLOWED, path
+    for path in ("/home/me/notes/../secrets", "/home/me/notes/..", "/home/me/notes/./../x",
+                 "/home/me/notes/a/../../secrets", "/home/me/notesX/a", "/home/me/secrets",
+                 "home/me/notes/a", "notes/a", "/home/me/notes\\..\\x"):  # fmt: skip
+        assert decide({"path": path}, notes).outcome is ASKED, path
+    assert decide({}, notes).outcome is ASKED  # no path: the condition does not hold
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_an_allow_rule_written_by_hand_still_never_allows_a_dot_dot_segment() -> None:
+    loose = rule(Effect.ALLOW, ("path", rules.pattern("^/home/me/notes/")))
+    assert decide({"path": "/home/me/notes/a"}, loose).outcome is ALLOWED
+    assert decide({"path": "/home/me/notes/../secrets"}, loose).outcome is ASKED
+    assert decide({"path": "/home/me/notes/a", "also": ["../x"]}, loose).outcome is ASKED
+
+
+def test_a_folder_must_be_absolute_and_written_plainly() -> None:
+    for folder in ("notes", "~/notes", "/home/me/../me/notes", "/home/me/./notes", "//home"):
+        with pytest.raises(RuleConditionInvalid):
+            rules.under_folder(folder)
+
+
+def test_a_recipient_list_allows_only_those_recipients() -> None:
+    team = rule(Effect.ALLOW, ("to", rules.one_of(["ana@example.org", "bo@example.org"])))
+    assert decide({"to": "ana@example.org"}, team).outcome is ALLOWED
+    assert decide({"to": ["ana@example.org", "bo@example.org"]}, team).outcome is ALLOWED
+    for to in ("eve@example.org", ["ana@example.org", "eve@example.org"], [], None):
+        assert decide({"to": to}, team).outcome is ASKED, to
+
+
+def test_a_number_bound_allows_up_to_it() -> None:
+    small = rule(Effect.ALLOW, ("amount", rules.at_most(100)))
+    assert decide({"amount": 100}, small).outcome is ALLOWED
+    assert decide({"amount": 3.5}, small).outcome is ALLOWED
+    for amount in (100.01, 1e9, "50", None):
+        assert decide({"amount": amount}, small).outcome is ASKED, amount
+
+
+def test_a_reject_rule_refuses_even_what_the_class_allows_and_comes_before_an_allow() -> None:
+    anyone = ArgumentRule.make("mail", "send", Effect.ALLOW, {})
+    never = rule(Effect.REJECT, ("to", rules.equals("boss@example.org")), note="never the boss")
+    decision = decide({"to": "boss@example.org"}, anyone, never)
+    assert decision.outcome is DENIED and decision.rule == never.id
+    assert decision.reason == f"rejected by rule {never.id} (never the boss)"
+    allowed = {SideEffect.REMOTE_MUTATION: Rule.ALLOW}
+    assert decide({"to": "boss@example.org"}, never, classes=allowed).outcome is DENIED
+    assert decide({"to": "ana@example.org"}, anyone, never).rule == anyone.id
+
+
+def test_an_allow_rule_allows_without_asking_and_the_decision_names_it() -> None:
+    notes = rule(Effect.ALLOW, ("path", rules.under_folder("/home/me/notes")))
+    decision = decide({"path": "/home/me/notes/a"}, notes)
+    assert decision == PolicyDecision(ALLOWED, f"allowed by rule {notes.id}", rule=notes.id)
+    recorded = decision.as_json()
+    assert recorded["rule"] == notes.id and PolicyDecision.from_json(recorded) == decision
+    before_rules = decide({"path": "/elsewhere"}, notes).as_json()
+    assert "rule" not in before_rules  # a decision no rule made is recorded as it always was
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_deny_stands_whatever_a_rule_allows() -> None:
+    anyone = ArgumentRule.make("mail", "send", Effect.ALLOW, {})
+    assert decide({}, anyone, tools={TOOL: Rule.DENY}).outcome is DENIED
+    assert decide({}, anyone, classes={SideEffect.REMOTE_MUTATION: Rule.DENY}).outcome is DENIED
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_an_expired_rule_does_nothing() -> None:
+    soon = rule(Effect.ALLOW, ("to", rules.equals("ana@example.org")),
+                expires=NOW + timedelta(hours=1))  # fmt: skip
+    arguments = {"to": "ana@example.org"}
+    assert decide(arguments, soon, now=NOW).outcome is ALLOWED
+    assert decide(arguments, soon, now=NOW + timedelta(hours=1)).outcome is ASKED
+    stop = rule(Effect.REJECT, ("to", rules.equals("ana@example.org")), expires=NOW)
+    assert decide(arguments, stop, now=NOW).outcome is ASKED
+
+
+def test_an_expiry_is_a_duration_or_a_time_in_the_future() -> None:
+    assert rules.expiry("2h", NOW) == NOW + timedelta(hours=2)
+    assert rules.expiry("2026-12-31T18:00:00Z", NOW) == datetime(2026, 12, 31, 18, tzinfo=UTC)
+    for text in ("2026-12-05T20:00:00Z", "0m", "yesterday", "-5m", "soon", "999999w"):
+        with pytest.raises(RuleExpiryInvalid):
+            rules.expiry(text, NOW)
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_an_allow_rule_on_a_destructive_tool_needs_the_confirmation_to_decide() -> None:
+    plain = ArgumentRule.make("mail", "send", Effect.ALLOW, {})
+    confirmed = ArgumentRule.make("mail", "send", Effect.ALLOW, {}, destructive=True)
+    assert decide({}, plain, side_effect=SideEffect.DESTRUCTIVE).outcome is ASKED
+    assert decide({}, confirmed, side_effect=SideEffect.DESTRUCTIVE).outcome is ALLOWED
+
+
+def test_a_condition_sees_the_fixed_values_the_server_will_receive() -> None:
+    quiet = rule(Effect.ALLOW, ("mode", rules.equals("draft")))
+    assert decide({}, quiet).outcome is ASKED
+    assert decide({}, quiet, fixed={TOOL: {"mode": "draft"}}).outcome is ALLOWED
+    assert decide({}, quiet, fixed={TOOL: {"mode": "send"}}).outcome is ASKED
+
+
+def test_a_rule_changes_the_policys_identity_and_no_rule_keeps_it() -> None:
+    assert ConfigPolicy(rules={}).identity() == ConfigPolicy().identity()
+    one = ArgumentRule.make("mail", "send", Effect.ALLOW, {})
+    assert ConfigPolicy(rules={TOOL: [one]}).identity() != ConfigPolicy().identity()
+
+
+@pytest.mark.guarantee("G-RULES-1")
+@pytest.mark.parametrize("when", [[], {"type": 5}, {"pattern": "("}, {"$ref": "http://x/y"},
+                                  {"$schema": "https://example.org/unknown"}])  # fmt: skip
+def test_a_malformed_condition_is_refused_by_name(when: Any) -> None:
+    with pytest.raises(RuleConditionInvalid):
+        rules.check_condition(when)
+
+
+SCHEMAS = st.recursive(
+    st.sampled_from(
+        [
+            {},
+            {"type": "object"},
+            {"required": ["path"]},
+            {"properties": {"path": {"pattern": "^/"}}},
+        ]
+    ),
+    lambda inner: st.one_of(
+        st.builds(lambda s: {"not": s}, inner),
+        st.builds(lambda a: {"anyOf": a}, st.lists(inner, min_size=1, max_size=3)),
+    ),
+    max_leaves=4,
+)
+
+
+@pytest.mark.guarantee("G-RULES-1")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    found=st.lists(
+        st.builds(
+            lambda e, w, d: ArgumentRule.make("mail", "send", e, w, destructive=d),
+            st.sampled_from(Effect),
+            SCHEMAS,
+            st.booleans(),
+        ),
+        max_size=4,
+    ),
+    arguments=st.dictionaries(st.sampled_from(["path", "to"]), st.text(max_size=8), max_size=2),
+    side_effect=st.sampled_from(SideEffect),
+)
+def test_no_rule_loosens_a_deny_or_makes_an_allow_out_of_anything_but_an_ask(
+    found: list[ArgumentRule], arguments: dict[str, str], side_effect: SideEffect
+) -> None:
+    for base in Rule:
+        without = decide(arguments, side_effect=side_effect, tools={TOOL: base})
+        decision = decide(arguments, *found, side_effect=side_effect, tools={TOOL: base})
+        if without.outcome is DENIED:
+            assert decision == without
+        elif decision.outcome is ALLOWED and decision.rule:
+            assert without.outcome is ASKED
