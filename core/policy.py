@@ -19,7 +19,8 @@ Rules:
    the gate records the failure by its type's name and ends the run; nothing runs.
 7. The MCP proxy's duplicate rule stands in front of the policy (``DUPLICATE_KIND``,
    ``behind_duplicate_rule``), and so does the rule for Signoff's own files (``OWN_FILES_KIND``,
-   core/own_files.py); a re-check leaves them out and compares the policy behind them.
+   core/own_files.py), and the operator's standing grants (core/grants.py: an allow of kind
+   ``grant`` naming the grant); a re-check leaves them out and compares the policy behind them.
 """
 
 from __future__ import annotations
@@ -47,17 +48,26 @@ class Outcome(enum.StrEnum):
 class PolicyDecision:
     outcome: Outcome
     reason: str = ""
-    kind: str = ""  # the approval's kind, with APPROVE
+    kind: str = ""  # the approval's kind, with APPROVE; "grant" with ALLOW under a grant
+    grant: str = ""  # the standing grant an ALLOW was made under (core/grants.py), or ""
 
     def as_json(self) -> dict[str, JSONValue]:
-        return {"outcome": self.outcome.value, "reason": self.reason, "kind": self.kind}
+        value: dict[str, JSONValue] = {
+            "outcome": self.outcome.value, "reason": self.reason, "kind": self.kind
+        }  # fmt: skip
+        if self.grant:  # only then: every other decision is recorded as it always was
+            value["grant"] = self.grant
+        return value
 
     @classmethod
     def from_json(cls, value: JSONValue) -> PolicyDecision:
         if not isinstance(value, dict):
             raise NotRecheckable("a recorded policy decision is not an object")
         try:
-            return cls(Outcome(str(value["outcome"])), str(value["reason"]), str(value["kind"]))
+            return cls(
+                Outcome(str(value["outcome"])), str(value["reason"]), str(value["kind"]),
+                str(value.get("grant") or ""),
+            )  # fmt: skip
         except (KeyError, ValueError) as e:
             raise NotRecheckable(f"a recorded policy decision is incomplete: {e}") from None
 

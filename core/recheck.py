@@ -14,6 +14,9 @@ Rules:
    policy behind it answered short of deny or abort, so it differs only when the policy would
    now deny or abort. The identity recorded (the policy's, wrapped by the proxy's rules or by
    ``OwnFilesRule``) is reported as the policy's own when it is the given policy's, wrapped.
+5. A run allowed under a standing grant (core/grants.py: an allow of kind ``grant``) was decided
+   by the operator, not the policy: it stands for the policy's allow or approve behind it, so it
+   differs only when the policy would now deny or abort.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 
 from core import canonical
 from core.errors import JSONRefused, NotRecheckable, UnknownRun
+from core.grants import GRANT_KIND
 from core.policy import (
     DUPLICATE_KIND,
     OWN_FILES_KIND,
@@ -88,7 +92,10 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
 
 
 def _same(then: PolicyDecision, now: PolicyDecision) -> bool:
-    if then.outcome is Outcome.APPROVE and then.kind in (DUPLICATE_KIND, OWN_FILES_KIND):
+    operators = (then.outcome is Outcome.ALLOW and then.kind == GRANT_KIND) or (
+        then.outcome is Outcome.APPROVE and then.kind in (DUPLICATE_KIND, OWN_FILES_KIND)
+    )
+    if operators:
         # The proxy's rule answered, over the policy's allow or approve.
         return now.outcome in (Outcome.ALLOW, Outcome.APPROVE)
     return now.same_as(then)
