@@ -25,7 +25,7 @@ from core.policy import ConfigPolicy
 from core.proxy.rules import ProxyRules
 from core.store import Store
 from core.transitions import CallLabel
-from tests.app.pending import TOOLS, make_pending
+from tests.app.pending import OWN_FOLDER, TOOLS, make_pending
 from tests.core.gatekit import FakeClock, make_gate
 
 pytestmark = pytest.mark.guarantee("G-GATE-6")
@@ -70,7 +70,8 @@ def next_identical_call(store: Store, run_id: str = "again") -> VerdictOutcome:
 def test_scopes_are_offered_only_for_a_request_the_policy_asked_about(store: Store, qtbot) -> None:
     for run_id, kind in (("asked", ""), ("dup", "duplicate"), ("own", "own_files"),
                          ("cut", "interrupted_side_effect")):  # fmt: skip
-        make_pending(store, run_id=run_id, kind=kind)
+        arguments = {"path": str(OWN_FOLDER / "config.toml")} if kind == "own_files" else None
+        make_pending(store, run_id=run_id, kind=kind, arguments=arguments)
     offered = {}
     for pending in read_pending(store):
         dialog = ApprovalDialog(pending)
