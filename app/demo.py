@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import getpass
 import logging
+import secrets
 import shutil
 import sqlite3
 import weakref
@@ -57,6 +58,7 @@ class DemoRun(QObject):
         self.home = data_dir / HOME
         self.log_path = data_dir / "logs" / LOG
         self.operator = operator
+        self.session = secrets.token_hex(8)  # the demo's "until Signoff quits" grants name it
         self.process: QProcess | None = None
         self.exit_code: int | None = None
         self.store: Store | None = None
@@ -204,11 +206,18 @@ class DemoRun(QObject):
             approval = read_approval(conn, approval_id)
         if approval is None or approval.status != "pending":
             return False
-        act = approve if decision == "approve" else reject
+        # "approve:SCOPE" from the dialog (app/dialog.py rule 8): the demo's store is thrown
+        # away with it, so "until Signoff quits" is until the demo's end.
+        decision, _, scope = decision.partition(":")
+        by, reason = f"operator:{getpass.getuser()}", reason or "in the demo"
         try:
-            act(store, approval.run_id, approval_id, f"operator:{getpass.getuser()}",
-                reason or "in the demo", expected_hash=shown_hash,
-                operator=self.operator)  # fmt: skip
+            if decision == "approve":
+                approve(store, approval.run_id, approval_id, by, reason, expected_hash=shown_hash,
+                        operator=self.operator, scope=scope or None,
+                        app_session=self.session)  # fmt: skip
+            else:
+                reject(store, approval.run_id, approval_id, by, reason, expected_hash=shown_hash,
+                       operator=self.operator)  # fmt: skip
         except SignoffError as e:
             self.problem.emit(f"Not decided: {e}")
             return False

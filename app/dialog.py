@@ -17,6 +17,12 @@ Rules:
 6. One hash, one name: the "Request hash", with its fingerprint (what a notification shows).
 7. No button is the default, so a stray Enter approves nothing. Once the request is decided
    elsewhere or gone, the dialog says so and can only be closed: it emits no decision.
+8. A request the policy asked about may be approved for longer than once (core/grants.py):
+   this exact request for 15 min, 1 h or until Signoff quits, chosen here and only here (never
+   from a notification). "Once" is the choice the dialog opens with. A request asked about for
+   what it may already have done (interrupted, a duplicate, Signoff's own files) is approved
+   once each time: no choice is offered. The decision emitted is ``approve`` or
+   ``approve:SCOPE``.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from PySide6.QtGui import (
     QTextTableFormat,
 )
 from PySide6.QtWidgets import (
+    QComboBox,
     QDialog,
     QFormLayout,
     QFrame,
@@ -57,6 +64,9 @@ from app.model import Pending
 from app.words import class_explanation, class_words
 from core import marks, present
 from core.records import ApprovalView
+from core.tools import SideEffect
+
+CLASSES = frozenset(s.value for s in SideEffect)  # the kinds of the policy's own approvals
 
 KIND_TEXT = {
     "interrupted_side_effect": "Interrupted: this call started and its outcome is unknown."
@@ -71,6 +81,17 @@ FIXED_NOTE = (
     " the model did not write them, and they are bound to this approval with the tool."
 )
 RED = "#b42318"
+# Rule 8: (scope, words), "once" first; the words say what is bound: this exact request.
+SCOPES = (
+    ("", "Once"),
+    ("15min", "This exact request for 15 min"),
+    ("1h", "This exact request for 1 hour"),
+    ("app", "This exact request until Signoff quits"),
+)
+SCOPE_NOTE = (
+    "Approving for a while lets the same tool of the same server run again with exactly these"
+    " arguments without asking you, until then; each run is recorded in the history."
+)
 MARKED_FLAG = (
     "This request contains characters that are invisible or reorder text; each is shown as"
     " ⟨U+XXXX⟩ (long runs of spaces as ⟨N spaces⟩)."
@@ -367,9 +388,14 @@ class ApprovalDialog(QDialog):
         self.close_button.hide()
         self.reject_button = QPushButton("Reject")
         self.approve_button = QPushButton("Approve")
+        self.scope = QComboBox()  # rule 8
+        for scope, words in SCOPES:
+            self.scope.addItem(words, scope)
+        self.scope.setToolTip(SCOPE_NOTE)
+        self.scope.setVisible(pending.kind in CLASSES)
         buttons.addWidget(self.history_button)
         buttons.addStretch(1)
-        for button in (self.close_button, self.reject_button, self.approve_button):
+        for button in (self.close_button, self.reject_button, self.scope, self.approve_button):
             buttons.addWidget(button)
         for button in (self.history_button, self.reject_button, self.approve_button):
             button.setAutoDefault(False)
@@ -396,7 +422,7 @@ class ApprovalDialog(QDialog):
         self.banner.setText(text)
         self.banner.show()
         self.reason.setEnabled(False)
-        for button in (self.approve_button, self.reject_button):
+        for button in (self.approve_button, self.reject_button, self.scope):
             button.setEnabled(False)
             button.hide()
         self.close_button.show()
@@ -410,7 +436,8 @@ class ApprovalDialog(QDialog):
         self._decide("reject")
 
     def _approve_clicked(self) -> None:
-        self._decide("approve")
+        scope = "" if self.scope.isHidden() else self.scope.currentData()
+        self._decide(f"approve:{scope}" if scope else "approve")
 
     def _decide(self, decision: str) -> None:
         if self._over:

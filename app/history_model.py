@@ -23,6 +23,7 @@ from app.words import class_explanation, class_words
 from core import canonical, present
 from core.chain import Head
 from core.errors import ChainBroken, SignoffError
+from core.grants import used_by
 from core.proxy import results
 from core.records import fixed_values
 from core.store import Store
@@ -209,6 +210,10 @@ def read_runs(
                     row.decided = f"{by}: {reason}" if reason else str(by)
                 elif status == "expired":
                     row.decided = "nobody (expired)"
+            under = used_by(conn, [r.id for r in rows])  # allowed as the operator chose
+            for row in rows:
+                if row.id in under:
+                    row.decided = f"allowed under grant {under[row.id]}"
     last = (found[-1][1], found[-1][0]) if found else None
     return _Page(rows, exhausted=len(keys) < limit, last=last)
 

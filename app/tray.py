@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import getpass
 import logging
+import secrets
 import weakref
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -34,7 +36,7 @@ from app.notifier import Notifier
 from app.settings import SettingsWindow
 from app.watcher import Watcher
 from app.words import class_words
-from core import operator_key, paths
+from core import grants, operator_key, paths
 from core.approvals import approve, reject
 from core.demo import first_start
 from core.errors import SignoffError
@@ -106,6 +108,7 @@ class TrayApp(QObject):
         self.witness.keyed.connect(self._keyed)
         self.model.witness = self.witness.state
         self.key_problem = ""  # why decisions cannot be signed now, "" when they can
+        self.session = secrets.token_hex(8)  # "until Signoff quits" grants name it
         # Asked once, before Qt makes its own choice of tray (app/labels.py rule 3).
         self.dbus_menu = dbus_menu_in_use()
         self.tray = QSystemTrayIcon(self)
@@ -147,6 +150,7 @@ class TrayApp(QObject):
         self.notifier.demo.connect(self.try_demo)
 
     def start(self) -> None:
+        self._app_session(grants.start_app_session)  # a crashed app's are over (decision 0050)
         self.witness.check_all()
         self.witness.fetch_key()
         # The icon first: a hidden icon shows no message, and an alarm found now must show.
@@ -159,6 +163,7 @@ class TrayApp(QObject):
         self._sweeper.start()
 
     def stop(self) -> None:
+        self._app_session(grants.end_app_session)  # "until Signoff quits": now
         self._sweeper.stop()
         self.demo.stop()
         self.watcher.close()
@@ -167,6 +172,14 @@ class TrayApp(QObject):
         self.notifier.close()
         self.witness.close()
         self.tray.hide()
+
+    def _app_session(self, end: Callable[[Store, str], int]) -> None:
+        """End the "until Signoff quits" grants ``end`` names; a store that cannot be written
+        now never keeps the app from starting or quitting (their cap ends them: core/grants)."""
+        try:
+            end(self.store, self.session)
+        except SignoffError as e:
+            log.error("the grants of this app's session could not be ended: %s", e)
 
     # --- reacting to the store ---------------------------------------------------------
 
@@ -375,7 +388,7 @@ class TrayApp(QObject):
         if decision == "approve" and reason == "from the notification" and pending.needs_dialog:
             self.open_dialog(approval_id)  # never approved from the notification alone
             return False
-        act = approve if decision == "approve" else reject
+        decision, _, scope = decision.partition(":")  # from the dialog only (app/dialog.py)
         problem = self.witness.key_problem(self.store)  # the keyring is read on its own thread
         if problem:
             self.key_problem = problem
@@ -383,9 +396,15 @@ class TrayApp(QObject):
                      QSystemTrayIcon.MessageIcon.Warning)  # fmt: skip
             self._rebuild()
             return False
+        by = f"operator:{getpass.getuser()}"
         try:
-            act(self.store, pending.run_id, pending.id, f"operator:{getpass.getuser()}", reason,
-                expected_hash=shown_hash, operator=self.operator)  # fmt: skip
+            if decision == "approve":
+                approve(self.store, pending.run_id, pending.id, by, reason,
+                        expected_hash=shown_hash, operator=self.operator, scope=scope or None,
+                        app_session=self.session)  # fmt: skip
+            else:
+                reject(self.store, pending.run_id, pending.id, by, reason,
+                       expected_hash=shown_hash, operator=self.operator)  # fmt: skip
         except SignoffError as e:
             self.say("Signoff: not decided", str(e), QSystemTrayIcon.MessageIcon.Warning)
             return False

@@ -16,7 +16,10 @@ Rules:
    ``interrupted_side_effect`` ends it ``not_repeated``, since its call may have run
    (``core.effects`` rule 3). Approving only records the grant: the gate executes it, once,
    when a session attaches.
-6. Once a decision is committed, and only then, whoever waits on the store is woken (core/
+6. An approval may be given a scope beyond once (``scope``: core/grants.py): the standing grant
+   is made, signed, in the decision's transaction; a scope that may not be given raises
+   ``ScopeRefused`` and decides nothing.
+7. Once a decision is committed, and only then, whoever waits on the store is woken (core/
    wake.py): the proxy holding the call and the tray app. Every path that decides (the CLI,
    the app, the demo, a library caller) goes through here, so none can forget the wake.
 """
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from core import canonical, effects, operator_key, transitions, wake
+from core import canonical, effects, grants, operator_key, transitions, wake
 from core.canonical import JSONValue
 from core.errors import ApprovalMismatch, ApprovalNotPending, UnknownApproval
 from core.operator_key import OperatorKey
@@ -98,10 +101,14 @@ def approve(
     expected_hash: str | None = None,
     now: datetime | None = None,
     operator: OperatorKey | None = None,
+    scope: str | None = None,
+    app_session: str | None = None,
 ) -> ApprovalView:
-    """Grant a pending approval. The gate runs the request, once, when a session attaches."""
+    """Grant a pending approval. The gate runs the request, once, when a session attaches.
+    ``scope`` (``15min``, ``1h``, ``app`` with the app's ``app_session``): also allow this
+    exact call, without asking, for that long (rule 6)."""
     return _decide(store, run_id, approval_id, "approved", by, reason, expected_hash, now,
-                   operator)  # fmt: skip
+                   operator, scope, app_session)  # fmt: skip
 
 
 def reject(
@@ -131,6 +138,8 @@ def _decide(
     expected_hash: str | None,
     now: datetime | None,
     operator: OperatorKey | None,
+    scope: str | None = None,
+    app_session: str | None = None,
 ) -> ApprovalView:
     at = format_time(now or datetime.now(UTC))
     # The key is read before the transaction: no keyring call waits inside the write lock.
@@ -145,12 +154,17 @@ def _decide(
         if step is None:
             raise ApprovalMismatch(f"approval {approval_id} names a step that is not recorded")
         check_binding(approval, step, expected_hash)
+        if scope is not None:
+            grants.check_scope(scope, approval.kind, app_session)
         signed = operator_key.signature(key, store.database_id, approval, status=status, by=by,
                                         at=at, reason=reason)  # fmt: skip
         if signed.mac is not None and operator_key.keyed_at(tx.conn) is None:
             transitions.record_config_change(tx, operator_key.KEYED, {"key": signed.key}, at=at)
         transitions.decide_approval(tx, approval, status=status, by=by, reason=reason, at=at,
                                     signed=signed)  # fmt: skip
+        if scope is not None:
+            grants.make(tx, store.database_id, key, approval, scope=scope,
+                        app_session=app_session, by=by, at=at, reason=reason)  # fmt: skip
         if status == "rejected" and approval.kind == "interrupted_side_effect":
             # Its call may have run: the operator chose not to repeat it (core.effects rule 3).
             transitions.finish_step(

@@ -18,6 +18,7 @@ from core import paths
 from core.decisions_command import register as register_decisions_command
 from core.demo.command import register as register_demo_command
 from core.errors import ChainBroken, SignoffError, StateDisagrees
+from core.grants_command import register as register_grants_command
 from core.hosts_commands import register as register_hosts_commands
 from core.proxy.commands import register as register_proxy_commands
 
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_proxy_commands(commands)
     register_decisions_command(commands)
+    register_grants_command(commands)
     register_hosts_commands(commands)
     register_demo_command(commands)
     return parser

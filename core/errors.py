@@ -284,6 +284,16 @@ class DecisionUnauthenticated(ApprovalError):
     operator key says so for this approval and this request: nobody gave it. Nothing runs."""
 
 
+class ScopeRefused(ApprovalError):
+    """A request cannot be allowed for a while as asked: an unknown scope, "until Signoff
+    quits" with no app session, or a request the operator is asked about for what it may
+    already have done (interrupted, a duplicate, Signoff's own files). Nothing was decided."""
+
+
+class UnknownGrant(ApprovalError):
+    """No standing grant has this id, or it has already ended."""
+
+
 class OperatorKeyUnavailable(ApprovalError):
     """The operator key cannot be read from the OS keyring (none there, locked, failing), so a
     decision can be neither signed nor checked. Nothing runs; the request keeps waiting."""

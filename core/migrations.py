@@ -136,11 +136,36 @@ _RESULTS = (
         created_at TEXT NOT NULL
     ) STRICT""",
 )
+
+# Standing grants (core/grants.py, decision 0050): "allow this exact request for a while",
+# made by the operator's signed decision. The row is a view for queries; the ``grant.made``
+# event (signed) and ``grant.revoked`` in the chain are the authority.
+_GRANTS = (
+    """CREATE TABLE grants (
+        id          TEXT PRIMARY KEY,
+        approval_id TEXT NOT NULL,
+        run_id      TEXT NOT NULL REFERENCES runs (id),
+        step_idx    INTEGER NOT NULL,
+        call_hash   TEXT NOT NULL,
+        server      TEXT,
+        tool        TEXT NOT NULL,
+        scope       TEXT NOT NULL,
+        until       TEXT NOT NULL,
+        app_session TEXT,
+        decided_by  TEXT NOT NULL,
+        decided_at  TEXT NOT NULL,
+        reason      TEXT NOT NULL,
+        revoked_at  TEXT,
+        revoked_by  TEXT
+    ) STRICT""",
+    "CREATE INDEX grants_by_call ON grants (call_hash, until)",
+)
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "proxy calls", _PROXY_CALLS),
     Migration(3, "hosts", _HOSTS),
     Migration(4, "result blobs", _RESULTS),
+    Migration(5, "grants", _GRANTS),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -25,7 +25,8 @@ Rules:
    evaluation a re-check repeats.
 8. The MCP proxy's duplicate rule stands in front of the policy (``DUPLICATE_KIND``,
    ``behind_duplicate_rule``), and so does the rule for Signoff's own files (``OWN_FILES_KIND``,
-   core/own_files.py); a re-check leaves them out and compares the policy behind them.
+   core/own_files.py), and the operator's standing grants (core/grants.py: an allow of kind
+   ``grant`` naming the grant); a re-check leaves them out and compares the policy behind them.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ class Outcome(enum.StrEnum):
 class PolicyDecision:
     outcome: Outcome
     reason: str = ""
-    kind: str = ""  # the approval's kind, with APPROVE
+    kind: str = ""  # the approval's kind, with APPROVE; "grant" with ALLOW under a grant
     rule: str = ""  # the id of the rule on the tool's arguments that decided (core/rules.py)
+    grant: str = ""  # the standing grant an ALLOW was made under (core/grants.py), or ""
 
     def as_json(self) -> dict[str, JSONValue]:
         value: dict[str, JSONValue] = {
@@ -66,8 +68,11 @@ class PolicyDecision:
             "reason": self.reason,
             "kind": self.kind,
         }
-        if self.rule:  # only then: a decision recorded before rules reads as it did
+        # Each only when set: a decision recorded before rules and grants reads as it did.
+        if self.rule:
             value["rule"] = self.rule
+        if self.grant:
+            value["grant"] = self.grant
         return value
 
     @classmethod
@@ -80,6 +85,7 @@ class PolicyDecision:
                 str(value["reason"]),
                 str(value["kind"]),
                 str(value.get("rule") or ""),
+                str(value.get("grant") or ""),
             )
         except (KeyError, ValueError) as e:
             raise NotRecheckable(f"a recorded policy decision is incomplete: {e}") from None

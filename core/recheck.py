@@ -16,6 +16,9 @@ Rules:
    ``OwnFilesRule``) is reported as the policy's own when it is the given policy's, wrapped.
 5. A policy with a clock of its own (``at``, core/policy.py rule 7: a rule's expiry) is asked
    as of the time the evaluation was recorded: an expired rule did decide before it expired.
+6. A run allowed under a standing grant (core/grants.py: an allow of kind ``grant``) was decided
+   by the operator, not the policy: it stands for the policy's allow or approve behind it, so it
+   differs only when the policy would now deny or abort.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from datetime import datetime
 
 from core import canonical
 from core.errors import JSONRefused, NotRecheckable, UnknownRun
+from core.grants import GRANT_KIND
 from core.policy import (
     DUPLICATE_KIND,
     OWN_FILES_KIND,
@@ -101,7 +105,10 @@ def _time(seq: int, text: str) -> datetime:
 
 
 def _same(then: PolicyDecision, now: PolicyDecision) -> bool:
-    if then.outcome is Outcome.APPROVE and then.kind in (DUPLICATE_KIND, OWN_FILES_KIND):
+    operators = (then.outcome is Outcome.ALLOW and then.kind == GRANT_KIND) or (
+        then.outcome is Outcome.APPROVE and then.kind in (DUPLICATE_KIND, OWN_FILES_KIND)
+    )
+    if operators:
         # The proxy's rule answered, over the policy's allow or approve.
         return now.outcome in (Outcome.ALLOW, Outcome.APPROVE)
     return now.same_as(then)

@@ -153,7 +153,14 @@ def _fold(
         run["failures"] = 0 if p["status"] == "done" else run["failures"] + 1
     elif kind == "step.interrupted":
         steps[(run_id, idx)]["status"] = "interrupted"  # type: ignore[index]
-    elif kind not in ("run.takeover", "run.collected", "step.reconciled", "step.policy"):
+    elif kind not in (
+        "run.takeover",
+        "run.collected",
+        "step.reconciled",
+        "step.policy",
+        "grant.made",
+        "grant.revoked",
+    ):  # a grant's state is its own (core/grants)
         raise KeyError(kind)
 
 

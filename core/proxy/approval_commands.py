@@ -42,12 +42,18 @@ def decide(args: argparse.Namespace) -> int:
             approval = read_approval(conn, args.approval)
         if approval is None:
             return _error(f"no approval {args.approval}", UnknownApproval.__name__)
-        act = approve if args.decision == "approve" else reject
+        scope = getattr(args, "scope", None)
         try:
-            act(store, approval.run_id, approval.id, by, args.reason, expected_hash=args.hash)
+            if args.decision == "approve":
+                approve(store, approval.run_id, approval.id, by, args.reason,
+                        expected_hash=args.hash, scope=scope)  # fmt: skip
+            else:
+                reject(store, approval.run_id, approval.id, by, args.reason,
+                       expected_hash=args.hash)  # fmt: skip
         except SignoffError as e:
             return _error(str(e), type(e).__name__)
     verb = "approved" if args.decision == "approve" else "rejected"
+    verb += f" (and this exact call for {scope})" if scope else ""
     fingerprint = present.fingerprint(approval.request_hash)
     print(f"{verb} {approval.id} (run {approval.run_id}, request fingerprint {fingerprint})")
     return EXIT_OK
@@ -55,23 +61,30 @@ def decide(args: argparse.Namespace) -> int:
 
 def runs(args: argparse.Namespace) -> int:
     """The most recent runs; ``rule``: the rule on the arguments that decided (core/rules.py),
-    shown as "allowed by rule R..." or "rejected by rule R..."."""
+    shown as "allowed by rule R..." or "rejected by rule R..."; ``grant``: the standing grant a
+    run was allowed under (core/grants.py)."""
+    from core.grants import used_by
+
     with Store.open(paths.database_path()) as store, store.snapshot() as conn:
         rows = conn.execute(
             "SELECT id, created_at, server, tool, status, end_reason, updated_at FROM runs"
             " ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (args.limit,),
         ).fetchall()
-        decided = decided_by_rule(conn, [str(row[0]) for row in rows])
+        ids = [str(row[0]) for row in rows]
+        decided = decided_by_rule(conn, ids)
+        under = used_by(conn, ids)
     keys = ("id", "created_at", "server", "tool", "status", "end_reason", "updated_at")
     for row in rows:
         rule = decided.get(row[0])
+        grant = under.get(row[0])
         if args.json:
             found = dict(zip(keys, row, strict=True))
-            print(json.dumps({**found, "rule": rule[0] if rule else None}))
+            print(json.dumps({**found, "rule": rule[0] if rule else None, "grant": grant}))
         else:
             what = f"{row[2]}/{row[3]}" if row[2] else row[0]
             by = f"  {rule[1]} by rule {rule[0]}" if rule else ""
+            by += f"  allowed under grant {grant}" if grant else ""
             print(f"{row[1]}  {what:40}  {row[4]}{f' ({row[5]})' if row[5] else ''}{by}")
     return EXIT_OK
 

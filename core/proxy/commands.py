@@ -175,6 +175,13 @@ def register(commands: Any) -> None:
             help="refuse unless the request hash is this one (the full 64 hex digits shown as"
             " hash by signoff pending): the request you read is the request decided",
         )
+        if name == "approve":  # "until Signoff quits" is the app's: it has no session here
+            p.add_argument(
+                "--for",
+                dest="scope",
+                choices=("15min", "1h"),
+                help="also allow this exact call, without asking, for that long",
+            )
         p.set_defaults(func=approval_commands.decide, decision=name)
 
     p = commands.add_parser("runs", help="the most recent runs")

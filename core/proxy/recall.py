@@ -259,15 +259,16 @@ class Recall:
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def last_effect(self, key: str) -> str | None:
-        """When this call last may have taken effect (core.effects rule 4), or None."""
+    def last_effect(self, key: str) -> tuple[str, bool] | None:
+        """When this call last may have taken effect (core.effects rule 4), and whether its
+        outcome is unknown (it did not complete: it may or may not have run), or None."""
         with self.store.snapshot() as conn:
             row = conn.execute(  # the SQL is core.effects' constant, never input
-                f"SELECT updated_at FROM runs WHERE call_key = ? AND {effects.MAY_HAVE_RUN_SQL}"  # noqa: S608
-                " ORDER BY updated_at DESC, rowid DESC LIMIT 1",
+                f"SELECT updated_at, status FROM runs WHERE call_key = ?"  # noqa: S608
+                f" AND {effects.MAY_HAVE_RUN_SQL} ORDER BY updated_at DESC, rowid DESC LIMIT 1",
                 (key,),
             ).fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None else (str(row[0]), row[1] != "COMPLETED")
 
     def made_elsewhere(self, run_id: str) -> bool:
         """Whether a run found running is being made by another proxy: leased live there, or

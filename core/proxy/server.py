@@ -13,7 +13,8 @@ Rules:
 2. An identical mutating call completed within the duplicate window is not run again on policy
    alone: it waits for the operator as an approval of kind ``duplicate``. A call naming
    Signoff's own files waits as ``own_files`` (core/own_files.py), whatever its class and the
-   policy's allow; a deny stands (``ProxyRules``).
+   policy's allow; a deny stands (``ProxyRules``). A call the operator allowed for a while
+   (a standing grant, core/grants.py rule 7) runs without asking, recorded under its grant.
 3. A host's ``notifications/cancelled`` for a call in flight is sent on to the server, and
    the call's outcome is still recorded: its answer within the grace period is its result
    (left for the re-call to collect), none is an unknown outcome (core/proxy/servers.py
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from core import canonical, kept_results, present, wake
+from core.approvals import call_hash
 from core.decisions import Decision
 from core.errors import (
     SignoffError,
@@ -49,23 +51,16 @@ from core.errors import (
     UpstreamRefused,
 )
 from core.gate import Gate, GateConfig, Verdict, VerdictOutcome
+from core.grants import Grant, live
 from core.limits import Limits
 from core.own_files import OwnFiles, working_directory
-from core.own_files import apply as apply_own_files
-from core.policy import (
-    OWN_FILES_KIND,
-    ConfigPolicy,
-    Outcome,
-    PolicyDecision,
-    PolicyRequest,
-    behind_duplicate_rule,
-)
 from core.proxy import answers, config_record, host_identity, instructions, results
 from core.proxy.answers import STATUS_TOOL, Result
 from core.proxy.cancel import HOST_CALL, HostCall, current, host_gave_up
 from core.proxy.config import Config, stamp
 from core.proxy.offered import Exposed, Offered
 from core.proxy.recall import Raced, Recall, close_run, format_time_now, still_latest
+from core.proxy.rules import ProxyRules
 from core.proxy.servers import Servers
 from core.proxy.upstream import CEILING, Cancelled, Greeting, OnMessage, Upstream
 from core.records import pending_requests
@@ -78,40 +73,7 @@ log = logging.getLogger("signoff.proxy")
 MUTATING = frozenset(
     {SideEffect.LOCAL_MUTATION, SideEffect.REMOTE_MUTATION, SideEffect.DESTRUCTIVE}
 )
-
-
-class ProxyRules:
-    """The proxy's rules before the operator's policy, which neither can loosen: a deny or an
-    abort stands. A request naming Signoff's own files waits for the operator (``own_files``,
-    core/own_files.py); an identical mutating call that completed within the window waits for
-    the operator (``duplicate``). The duplicate flag is set per proposal by the proxy;
-    proposals are synchronous, so no other call can see it."""
-
-    def __init__(self, inner: ConfigPolicy, own_files: OwnFiles | None = None) -> None:
-        self.inner = inner
-        self.own_files = own_files
-        self.duplicate_of: str | None = None
-
-    def evaluate(self, request: PolicyRequest) -> PolicyDecision:
-        decision = self.inner.evaluate(request)
-        if self.own_files is not None:
-            value = request.value()  # once, for both
-            decision = apply_own_files(
-                self.own_files, decision, value["arguments"],
-                mutating=SideEffect(value["side_effect"]) is not SideEffect.READ_ONLY,
-            )  # fmt: skip
-        if decision.kind == OWN_FILES_KIND:  # says what it touches: the stronger word
-            return decision
-        if self.duplicate_of is not None and decision.outcome in (Outcome.ALLOW, Outcome.APPROVE):
-            return PolicyDecision(
-                Outcome.APPROVE, f"the same call ran at {self.duplicate_of}", kind="duplicate"
-            )
-        return decision
-
-    def identity(self) -> str:
-        # The policy's own, wrapped as it was before the own-files rule: a re-check of older
-        # records still names the policy behind (core/recheck.py rule 4).
-        return behind_duplicate_rule(self.inner.identity())
+__all__ = ["MUTATING", "Proxy", "ProxyRules"]  # ProxyRules: core/proxy/rules.py, used here
 
 
 class Proxy:
@@ -411,18 +373,22 @@ class Proxy:
         mutating = exposed.state.side_effect in MUTATING
         since = self.recall.in_flight(key, host.id) if mutating else None
         completed = self.recall.last_effect(key) if mutating else None
-        if completed is not None and self._within_window(completed):
-            duplicate_of = completed
+        may_have_run = False
+        if completed is not None and self._within_window(completed[0]):
+            duplicate_of, may_have_run = completed
         elif since is not None:
             duplicate_of = f"{since} (another host's identical call, not ended yet)"
+            may_have_run = True
         run_id = f"call-{secrets.token_hex(8)}"
         text, parsed = arguments
+        grant = None if parsed is None else await self._grant(exposed, parsed.value)
         decision = Decision(
             kind="tool_call", tool=exposed.gate_name, arguments=text, origin="model", parsed=parsed
         )
         # The run, its step, the decision and its verdict and, when allowed, the tool's start:
         # one synced commit; the outcome is the second (core/first_step.py).
         self.policy.duplicate_of = duplicate_of
+        self.policy.grant, self.policy.may_have_run = grant, may_have_run
         try:
             session, verdict = gate.begin_with(
                 run_id,
@@ -451,7 +417,7 @@ class Proxy:
             raced = False
         finally:
             # Before anything awaits: no other call's proposal may see this call's flag.
-            self.policy.duplicate_of = None
+            self.policy.duplicate_of, self.policy.grant = None, None
         if raced:
             return await self._call(exposed, arguments, key, host)
         return await self._after_verdict(exposed, session, verdict)
@@ -571,6 +537,15 @@ class Proxy:
 
     def _spec_hash(self, exposed: Exposed) -> str:
         return self._require_gate().tools[exposed.gate_name].spec_hash
+
+    async def _grant(self, exposed: Exposed, arguments: Any) -> Grant | None:
+        """The operator's standing grant for exactly this call, checked in the chain."""
+        call = call_hash(spec_hash=self._spec_hash(exposed), tool=exposed.gate_name,
+                         arguments=arguments)  # fmt: skip
+        grant, refused = await live(self.store, self._require_gate().config.operator, call)
+        for why in refused:
+            log.error("a grant claimed for this call is not honoured: %s", why)
+        return grant
 
     def _within_window(self, updated: str) -> bool:
         age = datetime.now(UTC) - datetime.fromisoformat(updated)

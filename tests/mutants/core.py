@@ -291,6 +291,34 @@ CORE: tuple[Mutation, ...] = (
         "a run another live session is executing is taken from it",
         "tests/core/test_gate.py::test_attach_of_a_run_another_gate_leases_live_is_refused",
     ),
+    # --- G-GATE-6: a standing grant binds the exact call, signed -------------------------------
+    Mutation(
+        "a grant's MAC is not checked",
+        "G-GATE-6",
+        "core/grants.py",
+        '    sent = payload.get("mac")\n    if sent is None:\n',
+        '    sent = payload.get("mac")\n    return None\n    if sent is None:\n',
+        "a grant row and event written by whoever can write Signoff's files allow a call",
+        "tests/core/test_grants.py::test_a_forged_grant_event_with_no_mac_is_not_honoured",
+    ),
+    Mutation(
+        "a grant's revocation in the chain is not read",
+        "G-GATE-6",
+        "core/grants.py",
+        '            return f"grant {grant.id} was ended (event {seq})"\n',
+        "            continue\n",
+        "a grant ended by the operator or the app quitting allows again once its row is reset",
+        "tests/core/test_grants.py::test_a_grant_whose_end_was_moved_or_revocation_undone_is_not_honoured",
+    ),
+    Mutation(
+        "a grant runs a call that may have run",
+        "G-GATE-6",
+        "core/proxy/rules.py",
+        " and grant is not None and not self.may_have_run:",
+        " and grant is not None:",
+        "an identical call whose predecessor's outcome is unknown runs again without the operator",
+        "tests/core/test_grants.py::test_a_grant_yields_the_duplicate_rule_but_not_a_call_that_may_have_run",
+    ),
     # --- G-CRASH-1: no side effect twice without the operator ---------------------------------
     Mutation(
         "a takeover treats every started tool as repeatable",

@@ -1,0 +1,334 @@
+"""Standing grants: "allow this exact request for 15 min, 1 h, or until Signoff quits".
+
+Rules (decision 0050):
+
+1. A grant is made only with the operator's approval of a request the policy asked about (an
+   approval whose kind is a side-effect class), in that decision's transaction. Never for an
+   interrupted call, a duplicate or a request naming Signoff's own files: those ask about
+   what a call may already have done, once each (``ScopeRefused``, nothing decided).
+2. It binds the step's recorded call hash (``approvals.call_hash``: the tool's pinned spec,
+   ``server/tool`` and the canonical arguments), so a changed argument, another tool, a re-pinned
+   tool or another server is another call. The server and tool are kept for people.
+3. Its scope is ``15min`` or ``1h`` (until the decision's time plus that) or ``app`` (until
+   Signoff quits: the app's session id, and at most ``APP_CAP`` after the decision, for an
+   app that never got to end its session).
+4. It is signed like a decision (core/operator_key.py): HMAC-SHA-256 under the operator key
+   over the RFC 8785 form of ``grant_fields``. The MAC is in the ``grant.made`` event, appended
+   to the chain under the approval's run and step; the ``grants`` row is a view for queries.
+5. A call is allowed under a grant (``live``) only when a row with its call hash is unrevoked and
+   unexpired, and the chain holds exactly one ``grant.made`` of that grant, naming that call
+   hash, unexpired by its own ``until``, whose MAC verifies under this database's key, and no
+   ``grant.revoked`` of it. Anything else (a row written into the database directly, an
+   ``until`` moved, a revocation undone) is not a grant: the call asks as if there were none.
+   Unsigned grants are honoured only where an unsigned decision would be (operator_key rule 4).
+6. Ending a grant needs no key (it only takes away): ``revoke`` by its id, ``end_app_session``
+   when the app quits, ``start_app_session`` ending every other session's when it starts.
+7. The proxy's duplicate rule yields to a grant (the operator chose repetition) when the
+   earlier identical call completed; a call whose earlier run may have run with its outcome
+   unknown, or another host's identical call not ended yet, still asks. A deny, an abort and
+   the rule for Signoff's own files stand (core/proxy/server.py ``ProxyRules``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from core import canonical, operator_key
+from core.canonical import JSONValue
+from core.errors import JSONRefused, OperatorKeyUnavailable, ScopeRefused, UnknownGrant
+from core.records import ApprovalView
+from core.store import Store, Transaction, format_time, utc_now
+from core.tools import SideEffect
+
+VERSION = "signoff.grant.v1"
+GRANT_KIND = "grant"  # the kind of a policy decision allowed under a grant
+SCOPES: dict[str, timedelta | None] = {
+    "15min": timedelta(minutes=15),
+    "1h": timedelta(hours=1),
+    "app": None,
+}
+APP_CAP = timedelta(hours=12)
+SCOPE_WORDS = {"15min": "for 15 min", "1h": "for 1 h", "app": "until Signoff quits"}
+# Signed, but not written into the event's payload: the event itself carries them (its run,
+# step and time), or they are constants of this database and this version.
+_IMPLIED = ("v", "database", "run", "step", "at")
+_COLUMNS = (
+    "id, approval_id, run_id, step_idx, call_hash, server, tool, scope, until, app_session,"
+    " decided_by, decided_at, reason, revoked_at, revoked_by"
+)
+
+
+@dataclass(frozen=True)
+class Grant:
+    id: str
+    approval_id: str
+    run_id: str
+    step: int
+    call_hash: str
+    server: str | None
+    tool: str
+    scope: str
+    until: str
+    app_session: str | None
+    by: str
+    at: str
+    reason: str
+    revoked_at: str | None = None
+    revoked_by: str | None = None
+
+    def sentence(self) -> str:
+        """What a run allowed under it records: which grant, whose, when, and its scope."""
+        return (
+            f"allowed under grant {self.id} (approved by {self.by} at {self.at},"
+            f" scope {SCOPE_WORDS.get(self.scope, self.scope)}, until {self.until})"
+        )
+
+
+def grant_fields(database_id: str, grant: Grant) -> dict[str, JSONValue]:
+    """What the MAC covers (rule 4)."""
+    return {
+        "v": VERSION,
+        "database": database_id,
+        "grant": grant.id,
+        "approval": grant.approval_id,
+        "run": grant.run_id,
+        "step": grant.step,
+        "call_hash": grant.call_hash,
+        "server": grant.server,
+        "tool": grant.tool,
+        "scope": grant.scope,
+        "until": grant.until,
+        "app_session": grant.app_session,
+        "by": grant.by,
+        "at": grant.at,
+        "reason": grant.reason,
+    }
+
+
+def check_scope(scope: str, kind: str, app_session: str | None) -> None:
+    """Raise ``ScopeRefused`` unless this approval may be given this scope (rules 1 and 3)."""
+    if scope not in SCOPES:
+        raise ScopeRefused(f"{scope!r} is not a scope; known: once, {', '.join(SCOPES)}")
+    if kind not in {s.value for s in SideEffect}:
+        raise ScopeRefused(
+            f"a request asked about as {kind} is approved once each time, never for a while"
+        )
+    if scope == "app" and not app_session:
+        raise ScopeRefused("'until Signoff quits' needs the app's session: decide it in the app")
+
+
+def make(
+    tx: Transaction,
+    database_id: str,
+    key: bytes | None,
+    approval: ApprovalView,
+    *,
+    scope: str,
+    app_session: str | None,
+    by: str,
+    at: str,
+    reason: str,
+) -> Grant:
+    """Write the grant the operator's approval of ``approval`` gives (rules 1 to 4), in the
+    decision's transaction. ``check_scope`` was passed."""
+    conn = tx.conn
+    row = conn.execute(
+        "SELECT s.request_hash, s.tool_name, r.server, r.tool FROM steps s JOIN runs r"
+        " ON r.id = s.run_id WHERE s.run_id = ? AND s.idx = ?",
+        (approval.run_id, approval.step),
+    ).fetchone()
+    if row is None or row[0] is None or row[1] is None:
+        raise ScopeRefused(f"approval {approval.id} names no recorded call")
+    call_hash, gate_tool, server, tool = row
+    duration = SCOPES[scope]
+    decided = datetime.fromisoformat(at)
+    until = format_time(decided + (APP_CAP if duration is None else duration))
+    grant = Grant(
+        f"gr-{secrets.token_hex(6)}", approval.id, approval.run_id, approval.step, call_hash,
+        server, tool or gate_tool, scope, until, app_session if scope == "app" else None,
+        by, at, reason,
+    )  # fmt: skip
+    signed = operator_key.Signature(None, None)
+    if key is not None:
+        fields = grant_fields(database_id, grant)
+        signed = operator_key.Signature(operator_key.key_id(key), operator_key.mac(key, fields))
+    tx.execute(
+        f"INSERT INTO grants ({_COLUMNS}) VALUES ({', '.join('?' * 15)})",  # noqa: S608
+        (grant.id, grant.approval_id, grant.run_id, grant.step, grant.call_hash, grant.server,
+         grant.tool, grant.scope, grant.until, grant.app_session, grant.by, grant.at,
+         grant.reason, None, None),
+    )  # fmt: skip
+    payload = {k: v for k, v in grant_fields(database_id, grant).items() if k not in _IMPLIED}
+    payload.update(key=signed.key, mac=signed.mac)
+    tx.append_event(kind="grant.made", payload=payload, at=at, run_id=grant.run_id,
+                    step=grant.step)  # fmt: skip
+    return grant
+
+
+def _grant(row: tuple[object, ...]) -> Grant:
+    return Grant(*row)  # type: ignore[arg-type]
+
+
+def listed(conn: sqlite3.Connection, *, now: str | None = None) -> list[Grant]:
+    """Every grant recorded, newest first; with ``now``, only those not ended by then."""
+    sql = f"SELECT {_COLUMNS} FROM grants"  # noqa: S608
+    params: tuple[str, ...] = ()
+    if now is not None:
+        sql += " WHERE revoked_at IS NULL AND until > ?"
+        params = (now,)
+    return [_grant(r) for r in conn.execute(sql + " ORDER BY decided_at DESC, rowid DESC", params)]
+
+
+def candidates(conn: sqlite3.Connection, call_hash: str, now: str) -> list[Grant]:
+    """The rows that say a grant covers this call now: to be checked (``authentic``)."""
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM grants WHERE call_hash = ? AND until > ?"  # noqa: S608
+        " AND revoked_at IS NULL ORDER BY decided_at DESC, rowid DESC",
+        (call_hash, now),
+    ).fetchall()
+    return [_grant(r) for r in rows]
+
+
+def authentic(
+    conn: sqlite3.Connection, database_id: str, key: bytes | None, grant: Grant, call_hash: str,
+    now: str,
+) -> str | None:  # fmt: skip
+    """None when the chain holds ``grant`` as the operator made it, covering ``call_hash`` at
+    ``now`` and not revoked (rule 5); else why not, in a sentence."""
+    rows = conn.execute(
+        "SELECT seq, kind, payload, at FROM events WHERE run_id = ? AND step_idx = ?"
+        " AND kind IN ('grant.made', 'grant.revoked')",
+        (grant.run_id, grant.step),
+    ).fetchall()
+    made: list[tuple[int, dict[str, JSONValue], str]] = []
+    for seq, kind, text, at in rows:
+        try:
+            payload = canonical.loads(text)
+        except JSONRefused:
+            continue
+        if not isinstance(payload, dict) or payload.get("grant") != grant.id:
+            continue
+        if kind == "grant.revoked":
+            return f"grant {grant.id} was ended (event {seq})"
+        made.append((seq, payload, at))
+    if len(made) != 1:
+        return f"the chain holds {len(made)} records of grant {grant.id} being made, not one"
+    seq, payload, at = made[0]
+    fields = grant_fields(database_id, grant)
+    recorded = {k: payload.get(k) for k in fields if k not in _IMPLIED}
+    if recorded != {k: v for k, v in fields.items() if k in recorded} or at != grant.at:
+        return f"grant {grant.id}'s row is not what its record (event {seq}) says"
+    if grant.call_hash != call_hash or not now < grant.until:
+        return f"grant {grant.id} does not cover this call now"
+    sent = payload.get("mac")
+    if sent is None:
+        keyed = operator_key.keyed_at(conn)
+        if key is None and keyed is None and operator_key.unauthenticated_mode(conn):
+            return None
+        return f"grant {grant.id} (event {seq}) carries no MAC"
+    if key is None:
+        return f"grant {grant.id} cannot be checked: the OS keyring holds no operator key"
+    expected = operator_key.mac(key, fields)
+    if (
+        payload.get("key") != operator_key.key_id(key)
+        or not isinstance(sent, str)
+        or not (hmac.compare_digest(sent, expected))
+    ):
+        return f"grant {grant.id} (event {seq}) is not authenticated by this database's key"
+    return None
+
+
+def revoke(store: Store, grant_id: str, *, by: str, at: str | None = None) -> Grant:
+    """End a grant now (rule 6); ``UnknownGrant`` when there is none live by that id."""
+    at = at or utc_now()
+    with store.transaction() as tx:
+        row = tx.conn.execute(
+            f"SELECT {_COLUMNS} FROM grants WHERE id = ? AND revoked_at IS NULL",  # noqa: S608
+            (grant_id,),
+        ).fetchone()
+        if row is None:
+            raise UnknownGrant(f"there is no grant {grant_id} still in force")
+        _end(tx, _grant(row), by, at, "revoked")
+    return _grant(row)
+
+
+def start_app_session(store: Store, session: str, *, by: str = "signoff app") -> int:
+    """The app starts: every "until Signoff quits" grant of another session ends (an app that
+    quit without ending its own). The number ended."""
+    return _end_where(store, "app_session IS NOT ?", session, by, "the app started again")
+
+
+def end_app_session(store: Store, session: str, *, by: str = "signoff app") -> int:
+    """The app quits: its "until Signoff quits" grants end. The number ended."""
+    return _end_where(store, "app_session = ?", session, by, "the app quit")
+
+
+def _end_where(store: Store, clause: str, session: str, by: str, why: str) -> int:
+    at = utc_now()
+    with store.transaction() as tx:
+        rows = tx.conn.execute(
+            f"SELECT {_COLUMNS} FROM grants WHERE scope = 'app' AND revoked_at IS NULL"  # noqa: S608
+            f" AND {clause}",
+            (session,),
+        ).fetchall()
+        for row in rows:
+            _end(tx, _grant(row), by, at, why)
+    return len(rows)
+
+
+def _end(tx: Transaction, grant: Grant, by: str, at: str, why: str) -> None:
+    tx.execute("UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE id = ?", (at, by, grant.id))
+    tx.append_event(kind="grant.revoked", payload={"grant": grant.id, "by": by, "why": why},
+                    at=at, run_id=grant.run_id, step=grant.step)  # fmt: skip
+
+
+def used_by(conn: sqlite3.Connection, run_ids: list[str]) -> dict[str, str]:
+    """The grant each of these runs ran under, from its recorded evaluation (for listings)."""
+    if not run_ids:
+        return {}
+    found: dict[str, str] = {}
+    rows = conn.execute(
+        "SELECT run_id, payload FROM events WHERE kind = 'step.policy' AND run_id IN"
+        " (SELECT value FROM json_each(?))",
+        (canonical.dumps_text(list(run_ids)),),
+    )
+    for run_id, text in rows:
+        try:
+            decision = canonical.loads(text)
+        except JSONRefused:
+            continue
+        if isinstance(decision, dict) and isinstance(decision.get("decision"), dict):
+            grant = decision["decision"].get("grant")  # type: ignore[union-attr]
+            if isinstance(grant, str) and grant:
+                found[str(run_id)] = grant
+    return found
+
+
+async def live(
+    store: Store, operator: operator_key.OperatorKey, call_hash: str, now: str | None = None
+) -> tuple[Grant | None, list[str]]:
+    """The grant this call may run under now (rule 5), and why each row that claimed to cover
+    it does not. The keyring is read off the event loop, and only when a row claims a grant."""
+    import asyncio  # here: the commands that decide (and load this module) use no event loop
+
+    now = now or utc_now()
+    with store.snapshot() as conn:
+        found = candidates(conn, call_hash, now)
+    if not found:
+        return None, []
+    try:
+        key = await asyncio.to_thread(operator.key, store.database_id)
+    except OperatorKeyUnavailable as e:
+        return None, [str(e)]
+    refused: list[str] = []
+    with store.snapshot() as conn:
+        for grant in found:
+            why = authentic(conn, store.database_id, key, grant, call_hash, now)
+            if why is None:
+                return grant, refused
+            refused.append(why)
+    return None, refused

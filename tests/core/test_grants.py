@@ -1,0 +1,300 @@
+"""Standing grants (core/grants.py, decision 0050): "allow this exact request for 15 min / 1 h /
+until Signoff quits". What each scope allows, what it does not, that each run names its grant,
+that a re-check counts it as the operator's, and that a grant nobody signed is not honoured.
+
+The gate's tools are named as the proxy names them (``server/tool``): the call hash a grant binds
+covers the server, the tool, its pinned spec and the canonical arguments."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import canonical, grants, operator_key
+from core.approvals import approve, call_hash
+from core.decisions import Decision
+from core.errors import ScopeRefused
+from core.gate import Gate, VerdictOutcome
+from core.grants import Grant
+from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
+from core.proxy.rules import ProxyRules
+from core.recheck import recheck
+from core.records import read_approval
+from core.store import Store, format_time
+from core.tools import SideEffect, Tool
+from core.transitions import CallLabel
+from tests.conftest import run_signoff
+from tests.core.gatekit import COUNTER_SCHEMA, Calls, make_gate
+
+pytestmark = pytest.mark.guarantee("G-GATE-6")
+
+SERVER_TOOLS = ("srv/write", "srv/push", "other/write")
+
+
+def tools(calls: Calls) -> list[Tool]:
+    def make(name: str) -> Tool:
+        def run(args: dict[str, Any]) -> str:
+            calls.made.append((name, args))
+            return "done"
+
+        return Tool(name, f"{name} the counter", COUNTER_SCHEMA, SideEffect.LOCAL_MUTATION, run)
+
+    return [make(name) for name in SERVER_TOOLS]
+
+
+def gate(store: Store, calls: Calls, rules: ProxyRules | None = None) -> Gate:
+    return make_gate(store, tools(calls), policy=rules or ProxyRules(ConfigPolicy()))
+
+
+def ask(g: Gate, run_id: str, tool: str = "srv/write", n: int = 7) -> str:
+    """A call the policy asks the operator about; its approval id."""
+    server, name = tool.split("/")
+    s = g.begin(run_id, "goal", call=CallLabel(server, name, "k" * 64))
+    v = s.step().propose(Decision.tool_call(tool, {"n": n}))
+    assert v.outcome == VerdictOutcome.PENDING and v.approval is not None, v
+    return v.approval.id
+
+
+def hash_of(g: Gate, tool: str = "srv/write", n: int = 7) -> str:
+    return call_hash(spec_hash=g.tools[tool].spec_hash, tool=tool, arguments={"n": n})
+
+
+def granted(store: Store, g: Gate, scope: str = "15min", **kw: Any) -> Grant:
+    """The operator approves the call of run ``r`` with ``scope``; the grant it made."""
+    approval_id = ask(g, "r")
+    approve(store, "r", approval_id, "operator:me", "same again is fine", scope=scope, **kw)
+    with store.snapshot() as conn:
+        [grant] = grants.listed(conn)
+    return grant
+
+
+def live(store: Store, g: Gate, tool: str = "srv/write", n: int = 7,
+         now: datetime | None = None) -> Grant | None:  # fmt: skip
+    at = None if now is None else format_time(now)
+    found, _ = asyncio.run(grants.live(store, operator_key.default(), hash_of(g, tool, n), at))
+    return found
+
+
+def sql(store: Store, statement: str, params: tuple[Any, ...] = ()) -> None:
+    """A write to the database file from outside Signoff, as an agent's file tool could."""
+    conn = sqlite3.connect(store.path)
+    conn.execute(statement, params)
+    conn.commit()
+    conn.close()
+
+
+# --- what each scope allows, and what it does not ------------------------------------------
+
+
+@pytest.mark.parametrize(("scope", "lasts"), [("15min", 15 * 60), ("1h", 3600)])
+def test_a_timed_scope_allows_exactly_that_call_until_it_ends(
+    gate_store: Store, scope: str, lasts: int
+) -> None:
+    g = gate(gate_store, Calls())
+    grant = granted(gate_store, g, scope)
+    decided = datetime.fromisoformat(grant.at)
+    assert datetime.fromisoformat(grant.until) - decided == timedelta(seconds=lasts)
+    assert (grant.server, grant.tool, grant.call_hash) == ("srv", "write", hash_of(g))
+    assert live(gate_store, g, now=decided + timedelta(seconds=lasts - 1)) == grant
+    # After its end; a changed argument; a changed tool; the same tool of another server.
+    assert live(gate_store, g, now=decided + timedelta(seconds=lasts + 1)) is None
+    assert live(gate_store, g, n=8) is None
+    assert live(gate_store, g, tool="srv/push") is None
+    assert live(gate_store, g, tool="other/write") is None
+
+
+def test_until_signoff_quits_lasts_for_the_apps_session_only(gate_store: Store) -> None:
+    g = gate(gate_store, Calls())
+    grant = granted(gate_store, g, "app", app_session="session-1")
+    assert grant.app_session == "session-1" and live(gate_store, g) == grant
+    assert grants.start_app_session(gate_store, "session-1") == 0  # its own session: kept
+    assert live(gate_store, g) == grant
+    assert grants.end_app_session(gate_store, "session-1") == 1  # the app quits
+    assert live(gate_store, g) is None
+
+
+def test_an_app_starting_ends_what_an_app_that_did_not_quit_left(gate_store: Store) -> None:
+    g = gate(gate_store, Calls())
+    granted(gate_store, g, "app", app_session="crashed")
+    assert grants.start_app_session(gate_store, "next") == 1
+    assert live(gate_store, g) is None
+
+
+def test_until_signoff_quits_needs_the_apps_session(gate_store: Store) -> None:
+    g = gate(gate_store, Calls())
+    approval_id = ask(g, "r")
+    with pytest.raises(ScopeRefused):
+        approve(gate_store, "r", approval_id, "operator:me", scope="app")
+    with gate_store.snapshot() as conn:
+        assert read_approval(conn, approval_id).status == "pending"  # nothing decided
+
+
+def test_a_duplicate_is_never_approved_for_a_while(gate_store: Store) -> None:
+    """A duplicate asks about what a call may already have done: once each time."""
+    rules = ProxyRules(ConfigPolicy())
+    rules.duplicate_of = "2026-12-05T10:00:00.000000Z"
+    g = gate(gate_store, Calls(), rules)
+    approval_id = ask(g, "r")
+    with pytest.raises(ScopeRefused):
+        approve(gate_store, "r", approval_id, "operator:me", scope="15min")
+    with gate_store.snapshot() as conn:
+        assert read_approval(conn, approval_id).status == "pending"
+        assert grants.listed(conn) == []
+
+
+def test_a_revoked_grant_allows_nothing_more(gate_store: Store) -> None:
+    g = gate(gate_store, Calls())
+    grant = granted(gate_store, g)
+    grants.revoke(gate_store, grant.id, by="operator:me")
+    assert live(gate_store, g) is None
+
+
+# --- the proxy's rules: where a grant applies ----------------------------------------------
+
+
+def rules_with(grant: Grant, policy: ConfigPolicy | None = None) -> ProxyRules:
+    rules = ProxyRules(policy or ConfigPolicy())
+    rules.grant = grant
+    return rules
+
+
+def evaluate(rules: ProxyRules, g: Gate) -> PolicyDecision:
+    tool = g.tools["srv/write"]
+    request = PolicyRequest.build(
+        tool=tool.name, spec_hash=tool.spec_hash, side_effect=SideEffect.LOCAL_MUTATION,
+        idempotent=False, arguments={"n": 7}, run_id="x", goal="goal", step=0,
+        consecutive_failures=0,
+    )  # fmt: skip
+    return rules.evaluate(request)
+
+
+def test_a_grant_yields_the_duplicate_rule_but_not_a_call_that_may_have_run(
+    gate_store: Store,
+) -> None:
+    g = gate(gate_store, Calls())
+    grant = granted(gate_store, g)
+    rules = rules_with(grant)
+    assert evaluate(rules, g) == PolicyDecision(Outcome.ALLOW, grant.sentence(), "grant", grant.id)
+    rules.duplicate_of = "2026-12-05T10:00:00.000000Z"  # the earlier identical call completed
+    assert evaluate(rules, g).grant == grant.id
+    rules.may_have_run = True  # its outcome is unknown: the operator is asked again
+    assert (evaluate(rules, g).outcome, evaluate(rules, g).kind) == (Outcome.APPROVE, "duplicate")
+
+
+def test_a_grant_never_overrides_a_deny(gate_store: Store) -> None:
+    g = gate(gate_store, Calls())
+    grant = granted(gate_store, g)
+    denied = rules_with(grant, ConfigPolicy({SideEffect.LOCAL_MUTATION: Rule.DENY}))
+    assert evaluate(denied, g).outcome is Outcome.DENY
+
+
+# --- recorded, shown and re-checked --------------------------------------------------------
+
+
+def run_under(store: Store, g: Gate, grant: Grant, run_id: str = "again") -> None:
+    g.config.policy.grant = grant  # type: ignore[attr-defined]  # as the proxy sets it
+    s = g.begin(run_id, "goal", call=CallLabel("srv", "write", "k" * 64))
+    step = s.step()
+    v = step.propose(Decision.tool_call("srv/write", {"n": 7}))
+    g.config.policy.grant = None  # type: ignore[attr-defined]
+    assert v.outcome == VerdictOutcome.ALLOWED, v
+    asyncio.run(step.execute())
+
+
+def test_a_run_under_a_grant_names_it_and_a_recheck_counts_it_as_the_operators(
+    gate_store: Store, home: Path
+) -> None:
+    calls = Calls()
+    g = gate(gate_store, calls)
+    grant = granted(gate_store, g)
+    run_under(gate_store, g, grant)
+    assert calls.made == [("srv/write", {"n": 7})]
+    with gate_store.snapshot() as conn:
+        assert grants.used_by(conn, ["again", "r"]) == {"again": grant.id}
+        (payload,) = conn.execute(
+            "SELECT payload FROM events WHERE run_id = 'again' AND kind = 'step.policy'"
+        ).fetchone()
+    decision = canonical.loads(payload)["decision"]
+    assert decision["grant"] == grant.id and grant.id in decision["reason"]
+    assert "approved by operator:me" in decision["reason"] and "for 15 min" in decision["reason"]
+    # Decided by the operator: today's policy asking (or allowing) agrees; denying does not.
+    assert recheck(gate_store, "again", ConfigPolicy()).differences == ()
+    deny = ConfigPolicy({SideEffect.LOCAL_MUTATION: Rule.DENY})
+    assert len(recheck(gate_store, "again", deny).differences) == 1
+    shown = run_signoff("runs", home=home, ok=True).stdout
+    assert f"allowed under grant {grant.id}" in shown
+    listed = run_signoff("grants", "list", home=home, ok=True).stdout
+    assert grant.id in listed and "srv/write" in listed
+    verified = run_signoff("verify", "--no-keyring", home=home)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_signoff_grants_revoke_ends_a_grant(gate_store: Store, home: Path) -> None:
+    g = gate(gate_store, Calls())
+    grant = granted(gate_store, g)
+    run_signoff("grants", "revoke", grant.id, home=home, ok=True)
+    assert live(gate_store, g) is None
+    assert grant.id not in run_signoff("grants", "list", home=home, ok=True).stdout
+    again = run_signoff("grants", "revoke", grant.id, home=home)
+    assert again.returncode == 2 and "UnknownGrant" in again.stderr
+
+
+# --- a grant nobody signed is not honoured -------------------------------------------------
+
+
+def test_a_grant_row_written_into_the_database_is_not_honoured(store: Store) -> None:
+    g = gate(store, Calls())
+    ask(g, "r")  # a run to hang the forged row on, as a real one would be
+    until = format_time(datetime.now(UTC) + timedelta(days=1))
+    sql(store, "INSERT INTO grants (id, approval_id, run_id, step_idx, call_hash, server, tool,"
+               " scope, until, decided_by, decided_at, reason) VALUES ('gr-forged', 'ap-1', 'r',"
+               " 0, ?, 'srv', 'write', '1h', ?, 'operator:me', ?, '')",
+        (hash_of(g), until, format_time(datetime.now(UTC))))  # fmt: skip
+    found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g)))
+    assert found is None and refused and "0 records" in refused[0]
+
+
+def test_a_grant_whose_end_was_moved_or_revocation_undone_is_not_honoured(store: Store) -> None:
+    g = gate(store, Calls())
+    grant = granted(store, g)
+    later = format_time(datetime.now(UTC) + timedelta(days=30))
+    sql(store, "UPDATE grants SET until = ? WHERE id = ?", (later, grant.id))
+    assert live(store, g, now=datetime.fromisoformat(grant.until) + timedelta(minutes=1)) is None
+    assert live(store, g) is None  # the row no longer says what the signed record says
+    sql(store, "UPDATE grants SET until = ? WHERE id = ?", (grant.until, grant.id))
+    assert live(store, g) == grant
+    grants.revoke(store, grant.id, by="operator:me")
+    sql(store, "UPDATE grants SET revoked_at = NULL, revoked_by = NULL WHERE id = ?", (grant.id,))
+    assert live(store, g) is None  # the chain says it was ended
+
+
+def test_a_forged_grant_event_with_no_mac_is_not_honoured(store: Store) -> None:
+    """All a file writer can do: a row and a ``grant.made`` event whose chain hash verifies (the
+    chain is not keyed), with no MAC or a made-up one."""
+    g = gate(store, Calls())
+    approval_id = ask(g, "r")
+    now = datetime.now(UTC)
+    for mac in (None, "0" * 64):
+        grant = Grant(f"gr-{'x' if mac else 'y'}", approval_id, "r", 0, hash_of(g), "srv",
+                      "write", "1h", format_time(now + timedelta(hours=1)), None, "operator:me",
+                      format_time(now), "")  # fmt: skip
+        fields = grants.grant_fields(store.database_id, grant)
+        payload = {k: v for k, v in fields.items() if k not in ("v", "database", "run", "step",
+                                                                   "at")}  # fmt: skip
+        with store.transaction() as tx:
+            tx.execute(
+                "INSERT INTO grants (id, approval_id, run_id, step_idx, call_hash, server, tool,"
+                " scope, until, app_session, decided_by, decided_at, reason) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (grant.id, approval_id, "r", 0, grant.call_hash, "srv", "write", "1h",
+                 grant.until, None, grant.by, grant.at, ""),
+            )  # fmt: skip
+            tx.append_event(kind="grant.made", payload={**payload, "key": "k", "mac": mac},
+                            at=grant.at, run_id="r", step=0)  # fmt: skip
+    found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g)))
+    assert found is None and len(refused) == 2

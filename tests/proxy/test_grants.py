@@ -1,0 +1,130 @@
+"""A standing grant through the real proxy (core/proxy/server.py, core/grants.py; G-GATE-6): a
+proxy in this process in front of tests/proxy/fake_server.py (its notes file is its own log of
+every write it performed), the operator approving as the app or ``signoff approve --for`` does.
+
+The identical call runs without asking while the grant lasts, the duplicate rule yielding;
+another argument asks; after the grant's end the duplicate rule asks again; and a call whose
+identical predecessor's outcome is unknown asks, grant or not."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.approvals import approve, reject
+from core.proxy.config import load as load_config
+from core.proxy.server import Proxy
+from core.records import read_approval
+from core.store import Store
+from tests.host import text
+from tests.proxy.rig import NOTES_TOOLS, Rig
+
+pytestmark = pytest.mark.guarantee("G-GATE-6")
+
+PENDING = "This call needs the operator's approval and has not run."
+DUPLICATE = "An identical call may already have taken effect; this one waits for the operator"
+
+
+def set_up(home: Path, notes: Path, **script: Any) -> Rig:
+    rig = Rig(home)
+    rig.add_fake("notes", NOTES_TOOLS, notes=str(notes), **script)
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only", write_note="local_mutation")
+    return rig
+
+
+def written(notes: Path, line: str) -> int:
+    return notes.read_text().splitlines().count(line) if notes.exists() else 0
+
+
+def decide(store: Store, answer: str, *, scope: str | None = None, rejected: bool = False,
+           now: datetime | None = None) -> None:  # fmt: skip
+    found = re.search(r"pending as approval (\S+) \(", answer)
+    assert found, answer
+    with store.snapshot() as conn:
+        approval = read_approval(conn, found.group(1))
+    assert approval is not None
+    if rejected:
+        reject(store, approval.run_id, approval.id, "operator:me", "do not repeat")
+    else:
+        approve(store, approval.run_id, approval.id, "operator:me", scope=scope, now=now)
+
+
+def run_proxy(home: Path, scenario: Callable[[Proxy, Store], Awaitable[None]]) -> None:
+    config = load_config(home / "config.toml")
+
+    async def main() -> None:
+        with Store.open(home / "signoff.db") as store:
+            proxy = Proxy(config, ["notes"], store, log_dir=home / "logs", hold_seconds=0.05)
+            await proxy.start()
+            try:
+                await scenario(proxy, store)
+            finally:
+                await proxy.close()
+
+    asyncio.run(asyncio.wait_for(main(), 90))
+
+
+async def write(proxy: Proxy, line: str) -> str:
+    return text(await proxy.call("write_note", {"text": line}))
+
+
+def test_the_identical_call_runs_unasked_under_the_grant_and_another_argument_asks(
+    home: Path, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    rig = set_up(home, notes)
+
+    async def scenario(proxy: Proxy, store: Store) -> None:
+        decide(store, await write(proxy, "hello"), scope="15min")
+        assert await write(proxy, "hello") == "wrote 'hello'"  # the approved call, collected
+        assert await write(proxy, "hello") == "wrote 'hello'"  # under the grant: not asked
+        assert (await write(proxy, "hello there")).startswith(PENDING)
+
+    run_proxy(home, scenario)
+    assert written(notes, "hello") == 2
+    [grant] = rig.signoff("grants", "list", "--json").stdout.splitlines()
+    shown = rig.signoff("runs").stdout
+    assert shown.count("allowed under grant") == 1, shown
+    assert re.search(r'"id": "(gr-\w+)"', grant).group(1) in shown
+
+
+def test_after_the_grants_end_the_identical_call_asks_as_a_duplicate(
+    home: Path, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    set_up(home, notes)
+    long_ago = datetime.now(UTC) - timedelta(minutes=20)  # a 15 min grant, over 5 min ago
+
+    async def scenario(proxy: Proxy, store: Store) -> None:
+        decide(store, await write(proxy, "hello"), scope="15min", now=long_ago)
+        assert await write(proxy, "hello") == "wrote 'hello'"
+        assert (await write(proxy, "hello")).startswith(DUPLICATE)
+
+    run_proxy(home, scenario)
+    assert written(notes, "hello") == 1
+
+
+def test_a_call_whose_identical_predecessor_may_have_run_asks_grant_or_not(
+    home: Path, tmp_path: Path
+) -> None:
+    """The server performs the write and dies: its outcome is unknown; the operator chooses not
+    to repeat it. The next identical call waits as a duplicate, though a grant covers it."""
+    notes = tmp_path / "notes.txt"
+    set_up(home, notes, on_call={"write_note": "die"})
+
+    async def scenario(proxy: Proxy, store: Store) -> None:
+        decide(store, await write(proxy, "hello"), scope="1h")
+        cut_off = await write(proxy, "hello")  # run under the approval; the server died
+        decide(store, cut_off, rejected=True)
+        assert "may have taken effect" in await write(proxy, "hello")  # that ruling, collected
+        assert (await write(proxy, "hello")).startswith(DUPLICATE)
+
+    run_proxy(home, scenario)
+    assert written(notes, "hello") == 1
