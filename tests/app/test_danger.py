@@ -21,11 +21,21 @@ from core.heads import MemoryHeadStore
 from core.operator_key import MemoryKeyStore, OperatorKey
 from core.store import Store
 from core.tools import SideEffect
-from tests.app.pending import CLASSES, make_pending
+from tests.app.pending import CLASSES, OWN_FOLDER, make_pending
 
 CLASS_LOOKS = [danger.class_look(c) for c in SideEffect] + [danger.class_look(None)]
 EVERY_LOOK = [*CLASS_LOOKS, danger.MAY_HAVE_RUN_LOOK]
 SHAPE = (32, 56)  # a point of every icon inside its shape, below its glyph
+
+
+def _waiting(store: Store, tool: str, run_id: str) -> None:
+    """A request of ``tool``'s class waiting; a read-only one waits because it names Signoff's
+    own files (the default policy allows the others)."""
+    if tool == "read":
+        make_pending(store, tool=tool, run_id=run_id, kind="own_files",
+                     arguments={"path": f"{OWN_FOLDER}/config.toml"})  # fmt: skip
+    else:
+        make_pending(store, tool=tool, run_id=run_id)
 
 
 def _image(icon: QIcon) -> QImage:
@@ -106,7 +116,7 @@ def _band_colour(dialog: ApprovalDialog, qtbot) -> str:
 def test_the_dialog_shows_each_class_in_its_colour_icon_and_words(store: Store, qtbot) -> None:
     seen = []
     for n, (tool, side_effect) in enumerate(CLASSES.items()):
-        make_pending(store, tool=tool, run_id=f"r{n}")
+        _waiting(store, tool, f"r{n}")
         pending = next(p for p in read_pending(store) if p.run_id == f"r{n}")
         dialog = ApprovalDialog(pending)
         qtbot.addWidget(dialog)
@@ -137,7 +147,7 @@ def test_a_request_that_may_have_run_stands_out_in_the_dialog(
 
 def test_the_history_shows_each_class_in_its_colour_and_icon(store: Store, qtbot) -> None:
     for n, tool in enumerate(CLASSES):
-        make_pending(store, tool=tool, run_id=f"r{n}")
+        _waiting(store, tool, f"r{n}")
     model = RunsModel(store)
     cells = {}
     for row in range(model.rowCount()):
@@ -179,7 +189,7 @@ def test_an_outcome_that_may_have_run_stands_out_in_the_history(store: Store, qt
 
 def test_a_notification_carries_the_icon_of_its_class_or_of_may_have_run(store: Store) -> None:
     make_pending(store, tool="delete", run_id="r1")
-    make_pending(store, tool="read", run_id="r2")
+    _waiting(store, "read", "r2")
     make_pending(store, tool="write", run_id="r3", kind="duplicate")
     icons = {p.run_id: message_of(p).icon for p in read_pending(store)}
     assert icons == {
