@@ -23,15 +23,20 @@ Rules:
    what it may already have done (interrupted, a duplicate, Signoff's own files) is approved
    once each time: no choice is offered. The decision emitted is ``approve`` or
    ``approve:SCOPE``.
+9. A band at the top shows the request's class, or "may have run", in its colour, icon and
+   words (``app.danger``). Below the form, the time it has counts down once a second by the
+   dialog's clock (``app.countdown``): how long the agent's call is still held, and when the
+   request lapses; at zero each says what has happened.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-from PySide6.QtCore import QSize, QSizeF, Qt, Signal
+from PySide6.QtCore import QSize, QSizeF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -60,6 +65,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import countdown, danger
+from app.countdown import Timing
 from app.model import Pending
 from app.words import class_explanation, class_words
 from core import marks, present
@@ -128,13 +135,11 @@ def ascii_json(text: str) -> str:
     return "".join(escaped(c) for c in text)
 
 
-def waited(created_at: str, now: datetime | None = None) -> str:
-    seconds = int(((now or datetime.now(UTC)) - datetime.fromisoformat(created_at)).total_seconds())
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+TICK_MS = 1000
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def headline(pending: Pending) -> str:
@@ -275,9 +280,18 @@ class ApprovalDialog(QDialog):
     decided = Signal(str, str, str, str)  # approval id, the request hash shown, decision, reason
     details = Signal(str)  # run id: show it in the history window
 
-    def __init__(self, pending: Pending, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        pending: Pending,
+        parent: QWidget | None = None,
+        *,
+        timing: Timing | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
         super().__init__(parent)
         self.pending = pending
+        self.timing = timing or Timing()
+        self.clock = clock
         self._over = False  # decided elsewhere or gone: nothing here may decide (rule 7)
         view = pending.view
         self.setWindowTitle(f"Signoff: {pending.title} asks for approval")
@@ -288,6 +302,8 @@ class ApprovalDialog(QDialog):
         self.banner.setStyleSheet("background: #fef0c7; padding: 6px; font-weight: bold;")
         self.banner.hide()
         layout.addWidget(self.banner)
+        self.look = danger.look(pending.side_effect, pending.kind)
+        layout.addWidget(self._band())
         self.headline = WrappedText(headline(pending))
         big = self.headline.font()
         big.setPointSizeF(big.pointSizeF() * 1.2)
@@ -307,6 +323,10 @@ class ApprovalDialog(QDialog):
         self.touches.setVisible(pending.kind == "own_files")
         layout.addWidget(self.touches)
         layout.addLayout(self._form(pending))
+        self.hold_label = plain_label("")
+        self.lapse_label = plain_label("")
+        for label in (self.hold_label, self.lapse_label):
+            layout.addWidget(label)
 
         flags = [MARKED_FLAG] * view.marked + [REORDERS_FLAG] * view.reorders
         self.flag = plain_label(" ".join(flags) or MARKED_FLAG)
@@ -347,7 +367,45 @@ class ApprovalDialog(QDialog):
         self.reason.setPlaceholderText("Reason (optional, recorded with your decision)")
         layout.addWidget(self.reason)
         layout.addLayout(self._buttons(pending))
+        self.ticker = QTimer(self)
+        self.ticker.setInterval(TICK_MS)
+        self.ticker.timeout.connect(self.tick)
+        self.tick()
+        self.ticker.start()
         self._default_size()
+
+    def _band(self) -> QFrame:
+        """The class (or "may have run") in its colour, icon and words (rule 8)."""
+        look = self.look
+        band = QFrame()
+        band.setObjectName("band")
+        band.setStyleSheet(f"#band {{ background: {look.colour}; border-radius: 4px; }}")
+        row = QHBoxLayout(band)
+        row.setContentsMargins(8, 4, 8, 4)
+        self.band_icon = QLabel()
+        self.band_icon.setPixmap(look.pixmap(28))
+        self.band_icon.setAccessibleName(look.words)
+        # On a white tile: the icon's own colour is the band's, and its shape must show.
+        self.band_icon.setStyleSheet("background: #ffffff; border-radius: 4px; padding: 2px;")
+        words = look.words
+        if look is danger.MAY_HAVE_RUN_LOOK:
+            words += f" · {class_words(self.pending.side_effect)}"
+        self.band_words = plain_label(words)
+        weight = "bold" if look.bold else "600"
+        self.band_words.setStyleSheet(f"color: #ffffff; font-weight: {weight};")
+        row.addWidget(self.band_icon)
+        row.addWidget(self.band_words, 1)
+        self.band = band
+        return band
+
+    def tick(self) -> None:
+        """Once a second: how long it has waited, is still held, and has before it lapses."""
+        now = self.clock()
+        self.waiting_label.setText(countdown.waited(self.pending, now))
+        hold = countdown.hold_text(self.pending, self.timing, now)
+        self.hold_label.setText(hold)
+        self.hold_label.setVisible(bool(hold))
+        self.lapse_label.setText(countdown.lapse_text(self.pending, self.timing, now))
 
     def _form(self, pending: Pending) -> QFormLayout:
         form = QFormLayout()
@@ -361,11 +419,10 @@ class ApprovalDialog(QDialog):
         # The class's name as the configuration and the terminal write it, and what it means.
         shown_class.setToolTip(f"{side or 'no class'}: {class_explanation(side)}")
         form.addRow("Class", shown_class)
-        for label, value in (
-            ("Policy", _CLASS_NAME.sub(_class_in_words, pending.reason) or "-"),
-            ("Waiting", waited(pending.created_at)),
-        ):
-            form.addRow(label, plain_label(marks.visible(value, lines=False)))
+        policy = _CLASS_NAME.sub(_class_in_words, pending.reason) or "-"
+        form.addRow("Policy", plain_label(marks.visible(policy, lines=False)))
+        self.waiting_label = plain_label("")
+        form.addRow("Waiting", self.waiting_label)
         self.description = WrappedText(marks.visible(pending.description or "(no description)"))
         form.addRow("Description", self.description)
         self.hash_label = plain_label(pending.request_hash, wrap=False)
@@ -419,6 +476,9 @@ class ApprovalDialog(QDialog):
     def decided_elsewhere(self, text: str) -> None:
         """The request was decided elsewhere, or is gone: say ``text``; only Close is left."""
         self._over = True
+        self.ticker.stop()
+        for label in (self.hold_label, self.lapse_label):
+            label.hide()
         self.banner.setText(text)
         self.banner.show()
         self.reason.setEnabled(False)

@@ -67,9 +67,11 @@ class Freedesktop:
         *,
         urgency: int = URGENCY_CRITICAL,
         expires: int = 0,
+        icon: str | None = None,
     ) -> int:
         """Show a notification; ``expires`` 0 keeps it until acted on, -1 lets the service
-        choose (the specification's ``expire_timeout``)."""
+        choose (the specification's ``expire_timeout``); ``icon`` (a URI) in place of the
+        app's own."""
         flat = [part for pair in actions for part in pair]
         hints = {
             "urgency": Variant("y", urgency),
@@ -79,7 +81,7 @@ class Freedesktop:
         # acted on.
         [nid] = await self._call(
             "Notify", "susssasa{sv}i",
-            [self.app_name, replaces, self.icon, summary, body, flat, hints, expires],
+            [self.app_name, replaces, icon or self.icon, summary, body, flat, hints, expires],
         )  # fmt: skip
         return int(nid)
 

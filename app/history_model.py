@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import danger
 from app.words import class_explanation, class_words
 from core import canonical, present
 from core.chain import Head
@@ -234,6 +235,16 @@ def _duration(row: RunRow) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
 
 
+def _styled(row: RunRow, column: int, role: int) -> Any:
+    """The class cell in its class's look, an outcome that may have run in that look
+    (app/danger.py); None elsewhere."""
+    if column == CLASS:
+        return danger.cell(role, danger.class_look(row.side_effect))
+    if column == OUTCOME and row.outcome in danger.MAY_HAVE_RUN_OUTCOMES:
+        return danger.cell(role, danger.MAY_HAVE_RUN_LOOK)
+    return None
+
+
 def outcome_words(outcome: str) -> str:
     """An outcome as the window shows it: "Completed", "Not repeated"."""
     return outcome[:1].upper() + outcome[1:]
@@ -321,6 +332,9 @@ class RunsModel(QAbstractTableModel):
         if not index.isValid() or not 0 <= index.row() < len(self.rows):
             return None
         row = self.rows[index.row()]
+        styled = _styled(row, index.column(), role)
+        if styled is not None:
+            return styled
         if role == Qt.ItemDataRole.DisplayRole:
             return (
                 _local(row.created_at),
@@ -336,6 +350,8 @@ class RunsModel(QAbstractTableModel):
                 return row.decided  # free text, cut to the column's width
             if index.column() == CLASS and row.side_effect:
                 return f"{row.side_effect}: {class_explanation(row.side_effect)}"
+            if index.column() == OUTCOME and row.outcome in danger.MAY_HAVE_RUN_OUTCOMES:
+                return f"{danger.MAY_HAVE_RUN_WORDS}: its outcome is not known"
             return f"run {row.id}, created {row.created_at}"
         if role == Qt.ItemDataRole.UserRole:
             return row.id

@@ -26,6 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from app.countdown import Timing
 from core import present, private_files
 from core.errors import SignoffError, UnsafePermissions
 from core.operator_key import unauthenticated_mode
@@ -97,6 +98,11 @@ class Schemas:
         except SignoffError:
             self.config = None  # shown in the schema-less order; the config page says why
 
+    def current(self) -> configuration.Config | None:
+        """The configuration as the file says now (None when it cannot be read)."""
+        self._load()
+        return self.config
+
     def of(self, server: str | None, tool: str | None) -> dict[str, Any] | None:
         self._load()
         if self.config is None or self.pins_dir is None or server is None or tool is None:
@@ -132,6 +138,10 @@ class AppModel:
         if self.witness.alarm:
             return "alarm"
         return "pending" if self.pending else "idle"
+
+    def timing(self) -> Timing:
+        """How long a call is held and when a request lapses, as configured now."""
+        return Timing.of(self._schemas.current())
 
     def refresh(self) -> list[Pending]:
         """Read the pending approvals; returns those not notified yet (now marked notified,

@@ -22,7 +22,10 @@ Rules:
    that died is taken off by the next one (its buttons could no longer answer); only ids given
    by the same daemon connection are closed, never another program's.
 
-5. The first start's welcome offers the demo with a button where the service has ``actions``,
+5. A request's notification carries the icon of its class, or of "may have run"
+   (``app.danger``): the same icon as the tray, the dialog and the history show.
+
+6. The first start's welcome offers the demo with a button where the service has ``actions``,
    else as a balloon whose click starts it; it is the one message here that is not a request.
 
 Nothing here decides: buttons emit signals; the app decides through ``core.approvals``.
@@ -42,6 +45,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QAbstractButton, QMessageBox, QSystemTrayIcon
 
+from app import danger
 from app.freedesktop import URGENCY_NORMAL, Freedesktop, NotificationFailed
 from app.model import Pending
 from core import private_files
@@ -63,6 +67,7 @@ class Message:
     head: tuple[str, ...]  # Signoff's own lines: the class, the fingerprint
     lines: tuple[str, ...]  # one per argument
     buttons: tuple[tuple[str, str], ...]  # (key, label)
+    icon: Path = ICON  # the request's class (rule 5)
 
     def body(self, markup: bool) -> str:
         if not markup:
@@ -80,14 +85,15 @@ def message_of(p: Pending) -> Message:
     buttons = (("review", "Review…"),) if p.needs_dialog else (
         ("approve", "Approve"), ("reject", "Reject"))  # fmt: skip
     lines = tuple(line.text for line in p.view.lines())
-    return Message(f"Approve {p.title}?", head, lines, buttons)
+    shown = danger.look(p.side_effect, p.kind)
+    return Message(f"Approve {p.title}?", head, lines, buttons, shown.path)
 
 
 class Notifier(QObject):
     clicked = Signal(str)  # open the dialog for this approval
     approve = Signal(str, str)  # approval id, the request hash the notification showed
     reject = Signal(str, str)
-    demo = Signal()  # the welcome's "Try the demo" pressed, or its balloon clicked (rule 5)
+    demo = Signal()  # the welcome's "Try the demo" pressed, or its balloon clicked (rule 6)
 
     def __init__(
         self,
@@ -111,7 +117,7 @@ class Notifier(QObject):
         if tray is not None:
             tray.messageClicked.connect(self._balloon_clicked)
         self._last_balloon = ""
-        self._welcome_id = 0  # the welcome's notification id, while it shows (rule 5)
+        self._welcome_id = 0  # the welcome's notification id, while it shows (rule 6)
         self._popups: dict[str, QMessageBox] = {}
         self._hashes: dict[str, str] = {}  # approval id -> the request hash it was shown with
         self._tasks: set[asyncio.Task[None]] = set()
@@ -128,7 +134,7 @@ class Notifier(QObject):
         self._spawn(self._send_native(p))
 
     def welcome(self, title: str, text: str, button: str, click: str) -> None:
-        """The welcome (rule 5): ``button`` on a native notification with buttons, else a
+        """The welcome (rule 6): ``button`` on a native notification with buttons, else a
         balloon saying ``text`` and ``click``."""
         if isinstance(self._native, Freedesktop):
             self._spawn(self._send_welcome(self._native, title, text, button, click))
@@ -315,6 +321,7 @@ class Notifier(QObject):
         message = message_of(p)
         box = QMessageBox(QMessageBox.Icon.Warning, message.title, message.body(markup=False))
         box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setIconPixmap(danger.look(p.side_effect, p.kind).pixmap(48))
         box.setStandardButtons(QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Close)
         box.setModal(False)
         box.buttonClicked.connect(self._popup_pressed)  # a bound method: see app/tray.py
@@ -348,7 +355,7 @@ async def _deliver(native: Freedesktop | _Centre, message: Message) -> int:
     # "default" is a click on the notification itself: it opens the dialog.
     buttons = [("default", ""), *message.buttons] if "actions" in capabilities else []
     body = message.body(markup="body-markup" in capabilities)
-    return await native.notify(message.title, body, buttons)
+    return await native.notify(message.title, body, buttons, icon=message.icon.as_uri())
 
 
 class _Centre:
@@ -376,8 +383,11 @@ class _Centre:
         buttons = [Button(label, on_pressed=lambda k=key: press(k)) for key, label in
                    message.buttons]  # fmt: skip
         dispatched: list[bool] = []
+        from desktop_notifier import Icon
+
         self._sent[nid] = await self._centre.send(
             title=message.title, message=message.body(markup=False), buttons=buttons,
+            icon=Icon(path=message.icon),
             urgency=Urgency.Critical, timeout=0, on_clicked=lambda: press("review"),
             on_dispatched=lambda: dispatched.append(True),
         )  # fmt: skip

@@ -20,11 +20,12 @@ from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QIcon, QPainter, QPixmap
+from PySide6.QtGui import QAction, QColor, QFont, QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from app import autostart, config_outside
 from app.config_outside import ConfigOutsideDialog
+from app.danger import Look, highest, look
 from app.demo import DemoRun
 from app.dialog import ApprovalDialog, decided_text
 from app.history import HistoryWindow
@@ -63,8 +64,11 @@ DEMO_HISTORY = "The demo's history…"
 ANCHOR_RETRY_MAX = 16  # sweeps: a keyring that keeps failing is tried every 4 minutes
 
 
-def icon(state: str, count: int = 0) -> QIcon:
-    pixmap = QIcon(str(RESOURCES / f"{state}.svg")).pixmap(64, 64)
+def icon(state: str, count: int = 0, look: Look | None = None) -> QIcon:
+    """The tray's icon: the state's, or while requests wait the look of the highest of them
+    (app/danger.py rule 4), with how many wait."""
+    shown = look.path if look is not None and state == "pending" else RESOURCES / f"{state}.svg"
+    pixmap = QIcon(str(shown)).pixmap(64, 64)
     if count and state == "pending":
         pixmap = _badge(pixmap, count)
     return QIcon(pixmap)
@@ -74,8 +78,8 @@ def _badge(pixmap: QPixmap, count: int) -> QPixmap:
     painter = QPainter(pixmap)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.setBrush(QColor("#b42318"))
-    painter.setPen(QColor("#ffffff"))
-    painter.drawEllipse(34, 0, 30, 30)
+    painter.setPen(QPen(QColor("#ffffff"), 2))  # outlined: it stays apart on a red icon
+    painter.drawEllipse(34, 1, 29, 29)
     font = QFont()
     font.setPixelSize(20)
     font.setBold(True)
@@ -129,6 +133,7 @@ class TrayApp(QObject):
         self.notifier.approve.connect(self._approve_from_notification)
         self.notifier.reject.connect(self._reject_from_notification)
         self.dialogs: dict[str, ApprovalDialog] = {}
+        self.icon_look: Look | None = None  # the highest look waiting, as the icon shows it
         self.history: HistoryWindow | None = None
         self.settings: SettingsWindow | None = None
         self.notifications = self._notifications()
@@ -298,7 +303,7 @@ class TrayApp(QObject):
             return None
         dialog = self.dialogs.get(approval_id)
         if dialog is None:
-            dialog = ApprovalDialog(pending)
+            dialog = ApprovalDialog(pending, timing=self.model.timing())
             dialog.decided.connect(self.decide)
             dialog.details.connect(self.show_in_history)
             # Qt deletes the closed dialog; only then is it forgotten here (dropping the last
@@ -425,10 +430,12 @@ class TrayApp(QObject):
     def _rebuild(self) -> None:
         model = self.model
         state = model.state
-        self.tray.setIcon(icon(state, len(model.pending)))
+        self.icon_look = highest((p.side_effect, p.kind) for p in model.pending)
+        self.tray.setIcon(icon(state, len(model.pending), self.icon_look))
         witness = model.witness
         anchor = "anchored in the keyring" if witness.anchored else "not anchored"
-        tip = {"idle": "nothing waits", "pending": f"{len(model.pending)} waiting",
+        most = f" (the most: {self.icon_look.words.lower()})" if self.icon_look else ""
+        tip = {"idle": "nothing waits", "pending": f"{len(model.pending)} waiting{most}",
                "alarm": "the record does not verify"}[state]  # fmt: skip
         keyring = (
             "; decisions UNAUTHENTICATED"
@@ -487,6 +494,7 @@ class TrayApp(QObject):
             action = menu.addAction(
                 self._label(f"{p.title} ({class_words(p.side_effect)}) fingerprint {p.fingerprint}")
             )
+            action.setIcon(look(p.side_effect, p.kind).icon())
             action.setData(p.id)  # opened by _menu_chosen
         menu.addSeparator()
         history = menu.addAction("History…")

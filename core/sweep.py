@@ -32,12 +32,13 @@ from core.records import ApprovalView, StepView, read_run, read_steps
 from core.store import Store, Transaction, format_time
 
 INTERRUPTED_REASON = "started, outcome unknown"
+PENDING_TTL = 86_400.0  # seconds a request may wait undecided (rule 2); the app counts it down
 
 
 def sweep(
     store: Store,
     *,
-    pending_ttl: float = 86_400.0,
+    pending_ttl: float = PENDING_TTL,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     wall_clock: Callable[[], float] = time.time,
 ) -> list[str]:
