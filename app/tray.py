@@ -303,7 +303,8 @@ class TrayApp(QObject):
             return None
         dialog = self.dialogs.get(approval_id)
         if dialog is None:
-            dialog = ApprovalDialog(pending, timing=self.model.timing())
+            dialog = ApprovalDialog(pending, timing=self.model.timing(),
+                                    config_path=self.config_path, store=self.store)  # fmt: skip
             dialog.decided.connect(self.decide)
             dialog.details.connect(self.show_in_history)
             # Qt deletes the closed dialog; only then is it forgotten here (dropping the last
