@@ -15,8 +15,10 @@ Rules:
    (prefilled with its parent when the value is an absolute path) and a pattern (prefilled
    with the value escaped and anchored: this value only); a number offers "at most" (the
    value). What the rule will do is said in words, and its JSON Schema is one click away.
-3. An allow rule on a destructive tool is saved only once the operator ticked that they
-   understand (``confirm_destructive``): Save stays disabled until then.
+3. An allow rule on a destructive tool (as the request was recorded, or as the tool is
+   classified now) is saved only once the operator ticked that they understand
+   (``confirm_destructive``): Save stays disabled until then. A tool classified destructive
+   while the editor is open is refused by name on Save (nothing was confirmed).
 4. Saving goes through ``SettingsState.save`` (``manage.add_rule``: one validated write of
    the file, recorded as ``policy.changed``). A refused rule is said in words (the error's
    name in the tooltip), the file is left as it was and the editor stays open.
@@ -170,7 +172,12 @@ class RuleEditor(QDialog):
         self.state = state
         self.clock = clock
         self.server, self.tool = pending.server or "", pending.tool or ""
-        self.destructive = pending.side_effect == SideEffect.DESTRUCTIVE.value
+        # Destructive as recorded with the request, or as classified now (what add_rule asks).
+        server = state.config.servers.get(self.server)
+        spec = server.tools.get(self.tool) if server is not None else None
+        self.destructive = SideEffect.DESTRUCTIVE in (
+            getattr(spec, "side_effect", None), SideEffect(pending.side_effect or "read_only"),
+        )  # fmt: skip
         self.setWindowTitle(f"Signoff: a rule for {pending.title}")
         self.setMinimumWidth(620)
         layout = QVBoxLayout(self)

@@ -189,6 +189,28 @@ def test_an_allow_rule_on_a_destructive_tool_is_saved_only_once_confirmed(
     assert rule.effect is Effect.ALLOW and rule.destructive and rule.tool == "delete"
 
 
+def test_a_tool_classified_destructive_since_the_request_needs_the_confirmation_too(
+    store: Store, config: Path, qtbot
+) -> None:
+    pending = waiting(store)  # recorded as local_mutation
+    manage.set_tool(config, "srv", "write", side_effect="destructive")
+    editor = editor_for(pending, store, qtbot)
+    assert editor.confirm.isVisible() and not editor.save_button.isEnabled()
+
+
+def test_a_tool_classified_destructive_while_the_editor_is_open_is_refused_by_name(
+    store: Store, config: Path, qtbot
+) -> None:
+    editor = editor_for(waiting(store), store, qtbot)
+    assert editor.confirm.isHidden() and editor.save_button.isEnabled()
+    manage.set_tool(config, "srv", "write", side_effect="destructive")
+    before = config.read_bytes()
+    with qtbot.assertNotEmitted(editor.saved):
+        editor.save_button.click()
+    assert "[RuleNeedsConfirmation]" in editor.problem.toolTip()
+    assert config.read_bytes() == before and saved_rules() == []
+
+
 def test_a_saved_rule_is_recorded_as_a_policy_change(store: Store, config: Path, qtbot) -> None:
     recorded = policy_changes(store)
     editor = editor_for(waiting(store), store, qtbot)
