@@ -224,6 +224,7 @@ class RuleEditor(QDialog):
         self.details_button = QPushButton("Details")
         self.details_button.setCheckable(True)
         self.details_button.setAutoDefault(False)
+        self.details_button.setToolTip("The condition as saved: a JSON Schema over the arguments")
         layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
@@ -249,7 +250,7 @@ class RuleEditor(QDialog):
         self.confirm.toggled.connect(self._changed)
         self.expires.currentTextChanged.connect(self._changed)
         self.note.textChanged.connect(self._changed)
-        self.details_button.toggled.connect(self.details.setVisible)
+        self.details_button.toggled.connect(self._show_details)
         self.cancel_button.clicked.connect(self.reject)
         self.save_button.clicked.connect(self.save)
         self._changed()
@@ -301,6 +302,10 @@ class RuleEditor(QDialog):
         grid.setColumnStretch(3, 1)
         layout.addLayout(grid)
         return found
+
+    def _show_details(self, shown: bool) -> None:
+        self.details_button.setText("Hide details" if shown else "Details")
+        self.details.setVisible(shown)
 
     def _row_chosen(self, _index: int) -> None:
         row = next((r for r in self.rows if r.choice is self.sender()), None)
