@@ -33,8 +33,6 @@ from core.transitions import CallLabel
 from tests.app.pending import OWN_FOLDER, make_pending
 from tests.core.gatekit import FakeClock, make_gate
 
-pytestmark = pytest.mark.guarantee("G-RULES-1")
-
 NOTE = "/home/me/notes/today.md"
 ARGUMENTS = {"path": NOTE, "count": 3, "urgent": True}
 CLASSES = {"write": "local_mutation", "delete": "destructive"}
@@ -117,6 +115,7 @@ def test_each_argument_has_a_row_prefilled_by_its_type_equal_to_its_value(
     assert "is at most 3" in editor.preview.text()
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_each_condition_kind_builds_the_rule_of_its_shorthand(store: Store, qtbot) -> None:
     editor = editor_for(waiting(store), store, qtbot)
     editor.choose("path", "folder")
@@ -152,6 +151,7 @@ MALFORMED = {
 }
 
 
+@pytest.mark.guarantee("G-RULES-1")
 @pytest.mark.parametrize("case", list(MALFORMED))
 def test_a_malformed_rule_is_refused_by_name_and_config_toml_is_unchanged(
     store: Store, config: Path, qtbot, case: str
@@ -171,6 +171,7 @@ def test_a_malformed_rule_is_refused_by_name_and_config_toml_is_unchanged(
     assert editor.isVisible()
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_an_allow_rule_on_a_destructive_tool_is_saved_only_once_confirmed(
     store: Store, config: Path, qtbot
 ) -> None:
@@ -189,6 +190,7 @@ def test_an_allow_rule_on_a_destructive_tool_is_saved_only_once_confirmed(
     assert rule.effect is Effect.ALLOW and rule.destructive and rule.tool == "delete"
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_a_tool_classified_destructive_since_the_request_needs_the_confirmation_too(
     store: Store, config: Path, qtbot
 ) -> None:
@@ -198,6 +200,7 @@ def test_a_tool_classified_destructive_since_the_request_needs_the_confirmation_
     assert editor.confirm.isVisible() and not editor.save_button.isEnabled()
 
 
+@pytest.mark.guarantee("G-RULES-1")
 def test_a_tool_classified_destructive_while_the_editor_is_open_is_refused_by_name(
     store: Store, config: Path, qtbot
 ) -> None:
