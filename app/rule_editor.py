@@ -62,7 +62,12 @@ from app.model import Pending
 from app.settings import Problem, SettingsState, say, say_not_saved
 from core import canonical, marks, present, rules
 from core.canonical import JSONValue
-from core.errors import RuleConditionInvalid, SignoffError
+from core.errors import (
+    RuleConditionInvalid,
+    RuleNeedsConfirmation,
+    RuleTargetUnknown,
+    SignoffError,
+)
 from core.policy import PolicyRequest, as_received
 from core.proxy import manage
 from core.rules import ArgumentRule, Effect
@@ -124,6 +129,25 @@ def condition(choice: str, value: Any, text: str) -> dict[str, JSONValue] | None
     if not is_number(bound):
         raise RuleConditionInvalid(f"at most {text!r}: a bound is a number")
     return rules.at_most(bound)
+
+
+# Refusals whose own message names a terminal command, said as this window would (rule 4).
+REFUSED_WORDS = {
+    RuleNeedsConfirmation.__name__: (
+        "this tool is now classified destructive: an allow rule on it runs such calls without"
+        " asking, so tick that you understand first"
+    ),
+    RuleTargetUnknown.__name__: (
+        "this tool is not pinned, or its server is no longer configured, in Signoff's"
+        " settings: a rule is made only on a pinned tool"
+    ),
+}
+
+
+def in_words(problem: Problem) -> Problem:
+    """Why a rule was not saved, in this window's words; the error's name for the tooltip."""
+    words = REFUSED_WORDS.get(problem.name)
+    return problem if words is None else Problem(words, problem.name, problem.saved)
 
 
 def shown(value: Any) -> str:
@@ -376,7 +400,7 @@ class RuleEditor(QDialog):
         try:
             rule = self.draft()
         except (SignoffError, ValueError) as e:
-            say_not_saved(self.problem, Problem.of(e))
+            say_not_saved(self.problem, in_words(Problem.of(e)))
             return
         self.state.reload()  # what the file says now, for the record of the change
         confirmed = self.destructive and self.confirm.isChecked()
@@ -384,7 +408,10 @@ class RuleEditor(QDialog):
             partial(manage.add_rule, rule=rule, confirm_destructive=confirmed)
         )
         if problem is not None and not problem.saved:
-            say_not_saved(self.problem, problem)
+            if problem.name == RuleNeedsConfirmation.__name__:
+                self.destructive = True  # classified so since it opened: ask the tick now
+                self._changed()
+            say_not_saved(self.problem, in_words(problem))
             return
         decision = self._decides(rule)
         if decision:

@@ -171,6 +171,17 @@ def test_a_malformed_rule_is_refused_by_name_and_config_toml_is_unchanged(
     assert editor.isVisible()
 
 
+def test_a_rule_on_a_tool_that_is_not_pinned_is_refused_in_words(
+    store: Store, config: Path, qtbot
+) -> None:
+    editor = editor_for(waiting(store, tool="push"), store, qtbot)  # srv/push: never pinned
+    before = config.read_bytes()
+    editor.save_button.click()
+    assert "[RuleTargetUnknown]" in editor.problem.toolTip()
+    assert "signoff" not in editor.problem.text().lower().replace("signoff's", "")
+    assert config.read_bytes() == before and editor.isVisible()
+
+
 @pytest.mark.guarantee("G-RULES-1")
 def test_an_allow_rule_on_a_destructive_tool_is_saved_only_once_confirmed(
     store: Store, config: Path, qtbot
@@ -211,7 +222,15 @@ def test_a_tool_classified_destructive_while_the_editor_is_open_is_refused_by_na
     with qtbot.assertNotEmitted(editor.saved):
         editor.save_button.click()
     assert "[RuleNeedsConfirmation]" in editor.problem.toolTip()
+    assert "--yes-destructive" not in editor.problem.text()  # words, no terminal flag
     assert config.read_bytes() == before and saved_rules() == []
+    # Now asked as for any destructive tool: saved once ticked.
+    assert editor.confirm.isVisible() and not editor.save_button.isEnabled()
+    editor.confirm.setChecked(True)
+    with qtbot.waitSignal(editor.saved) as saved:
+        editor.save_button.click()
+    [rule] = saved_rules()
+    assert saved.args == ["approve", rule.id] and rule.destructive
 
 
 def test_a_saved_rule_is_recorded_as_a_policy_change(store: Store, config: Path, qtbot) -> None:
