@@ -11,10 +11,9 @@ Rules:
    opens at "equals this value", the effect at "Always allow", the expiry at "never": as
    opened, the rule matches this exact request and nothing else.
 2. The conditions are core/rules.py's shorthands (``equals``, ``under_folder``, ``pattern``,
-   ``at_most``, joined by ``on_arguments``); "any value" sets none. A string offers a folder
-   (prefilled with its parent when the value is an absolute path) and a pattern (prefilled
-   with the value escaped and anchored: this value only); a number offers "at most" (the
-   value). What the rule will do is said in words, and its JSON Schema is one click away.
+   ``at_most``, joined by ``on_arguments``), offered by the value's type and prefilled from it
+   (app/rule_conditions.py); "any value" sets none. What the rule will do is said in words,
+   and its JSON Schema is one click away.
 3. An allow rule on a destructive tool (as the request was recorded, or as the tool is
    classified now) is saved only once the operator ticked that they understand
    (``confirm_destructive``): Save stays disabled until then. A tool classified destructive
@@ -31,8 +30,6 @@ Rules:
 from __future__ import annotations
 
 import json
-import posixpath
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -59,11 +56,22 @@ from PySide6.QtWidgets import (
 )
 
 from app.model import Pending
+from app.rule_conditions import (
+    AT_MOST,
+    CHOICES,
+    EQUALS,
+    FOLDER,
+    PATTERN,
+    choices_for,
+    prefill,
+    said,
+    shown,
+)
+from app.rule_conditions import condition as made_condition
 from app.settings import Problem, SettingsState, say, say_not_saved
 from core import canonical, marks, present, rules
 from core.canonical import JSONValue
 from core.errors import (
-    RuleConditionInvalid,
     RuleNeedsConfirmation,
     RuleTargetUnknown,
     SignoffError,
@@ -73,9 +81,6 @@ from core.proxy import manage
 from core.rules import ArgumentRule, Effect
 from core.tools import SideEffect
 
-ANY, EQUALS, FOLDER, PATTERN, AT_MOST = "any", "equals", "folder", "pattern", "at_most"
-CHOICES = {ANY: "any value", EQUALS: "equals this value", FOLDER: "is in the folder",
-           PATTERN: "matches the pattern", AT_MOST: "at most"}  # fmt: skip
 EXPIRIES = (("never", ""), ("1 hour", "1h"), ("1 day", "1d"), ("7 days", "7d"),
             ("30 days", "30d"))  # fmt: skip
 DESTRUCTIVE_CONFIRM = (
@@ -86,49 +91,6 @@ VALUE_WIDTH = 260  # pixels: a value longer than this is elided, whole in its to
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def choices_for(value: Any) -> tuple[str, ...]:
-    """The conditions a value of this type offers (rule 2)."""
-    if isinstance(value, str):
-        return ANY, EQUALS, FOLDER, PATTERN
-    if is_number(value):
-        return ANY, EQUALS, AT_MOST
-    return ANY, EQUALS
-
-
-def prefill(choice: str, value: Any) -> str:
-    """What a condition's field opens with for this value (rule 2)."""
-    if choice == FOLDER and isinstance(value, str) and value.startswith("/"):
-        return posixpath.dirname(value.rstrip("/")) or "/"
-    if choice == PATTERN and isinstance(value, str):
-        return f"^{re.escape(value)}$"
-    if choice == AT_MOST and is_number(value):
-        return canonical.dumps_text(value)
-    return ""
-
-
-def condition(choice: str, value: Any, text: str) -> dict[str, JSONValue] | None:
-    """The shorthand's condition for one row; None for "any value"."""
-    if choice == ANY:
-        return None
-    if choice == EQUALS:
-        return rules.equals(value)
-    if choice == FOLDER:
-        return rules.under_folder(text.strip())
-    if choice == PATTERN:
-        return rules.pattern(text)
-    try:
-        bound = json.loads(text)
-    except ValueError:
-        bound = None
-    if not is_number(bound):
-        raise RuleConditionInvalid(f"at most {text!r}: a bound is a number")
-    return rules.at_most(bound)
 
 
 # Refusals whose own message names a terminal command, said as this window would (rule 4).
@@ -150,11 +112,6 @@ def in_words(problem: Problem) -> Problem:
     return problem if words is None else Problem(words, problem.name, problem.saved)
 
 
-def shown(value: Any) -> str:
-    """A value as the dialog shows it: its JSON text, with what a reader cannot see marked."""
-    return marks.visible(canonical.dumps_text(value), lines=False)
-
-
 @dataclass
 class Row:
     """One argument's row: its name and value, the condition chosen and its field."""
@@ -167,17 +124,10 @@ class Row:
     seen: QLabel  # the value, elided; whole in its tooltip
 
     def condition(self) -> dict[str, JSONValue] | None:
-        return condition(self.choice.currentData(), self.value, self.field.text())
+        return made_condition(self.choice.currentData(), self.value, self.field.text())
 
     def words(self) -> str:
-        name, chosen, text = marks.visible(self.name), self.choice.currentData(), self.field.text()
-        said = {
-            EQUALS: f"is {shown(self.value)}",
-            FOLDER: f"is in the folder {text.strip()}",
-            PATTERN: f"matches the pattern {text}",
-            AT_MOST: f"is at most {text.strip()}",
-        }
-        return f"{name} {said[chosen]}" if chosen in said else ""  # fmt: skip
+        return said(self.choice.currentData(), self.name, self.value, self.field.text())
 
 
 class RuleEditor(QDialog):

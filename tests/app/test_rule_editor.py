@@ -147,6 +147,7 @@ MALFORMED = {
     "a pattern that is not one": ("path", "pattern", "(", None),
     "a folder that is not absolute": ("path", "folder", "notes", None),
     "a bound that is not a number": ("count", "at_most", "many", None),
+    "a bound that is not a finite number": ("count", "at_most", "NaN", None),
     "an expiry that cannot be read": ("path", "equals", None, "soon"),
 }
 
