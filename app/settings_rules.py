@@ -100,6 +100,12 @@ class RulesPage(QWidget):
 
         box = QGroupBox("Approved for a while")
         inner = QVBoxLayout(box)
+        about = QLabel(
+            "Each exact request you approved for a while runs without asking until then. End"
+            " one now and the next such request asks you again."
+        )
+        about.setWordWrap(True)
+        inner.addWidget(about)
         self.grants_table = self._table(GRANT_COLUMNS, stretch=(2,))
         self.grants_table.itemSelectionChanged.connect(self._selected)
         inner.addWidget(self.grants_table, 1)
