@@ -9,6 +9,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 
 from app.settings import SettingsWindow
@@ -119,6 +120,7 @@ def test_no_rule_says_where_rules_are_made_without_a_command(
     assert not page.no_grants.isHidden() and "signoff" not in page.no_grants.text()
 
 
+@pytest.mark.guarantee("G-CONFIG-1")
 def test_removing_a_rule_takes_it_out_of_the_file_and_records_the_change(
     home: Path, store: Store, qtbot
 ) -> None:
@@ -133,6 +135,7 @@ def test_removing_a_rule_takes_it_out_of_the_file_and_records_the_change(
     assert window.rules.rules_message.text().startswith(f"Removed rule {made['boss'].id}")
 
 
+@pytest.mark.guarantee("G-CONFIG-1")
 def test_a_rule_removed_elsewhere_meanwhile_is_said_in_words_and_nothing_is_lost(
     home: Path, store: Store, qtbot
 ) -> None:
