@@ -197,9 +197,13 @@ class RulesPage(QWidget):
             return
         with store.snapshot() as conn:
             found = grants.listed(conn, now=utc_now())
-            arguments = {
+            # What was approved: the call's arguments, and the request hash whose fingerprint
+            # the dialog and the notification showed (the call hash is for the tooltip).
+            approved = {
                 g.id: conn.execute(
-                    "SELECT arguments FROM steps WHERE run_id = ? AND idx = ?", (g.run_id, g.step)
+                    "SELECT s.arguments, a.request_hash FROM steps s JOIN approvals a"
+                    " ON a.id = ? WHERE s.run_id = ? AND s.idx = ?",
+                    (g.approval_id, g.run_id, g.step),
                 ).fetchone()
                 for g in found
             }
@@ -207,19 +211,20 @@ class RulesPage(QWidget):
         table = self.grants_table
         table.setRowCount(len(found))
         for i, grant in enumerate(found):
-            row = arguments.get(grant.id)
+            row = approved.get(grant.id)
             text = str(row[0]) if row and row[0] is not None else "?"
+            request_hash = str(row[1]) if row and row[1] else ""
             cut = text if len(text) <= ARGUMENTS_SHOWN else text[: ARGUMENTS_SHOWN - 1] + "…"
             scope = grants.SCOPE_WORDS.get(grant.scope, grant.scope)
             tip = (
                 f"grant {grant.id}, approved {scope} at {grant.at}; arguments: {text};"
-                f" call hash {grant.call_hash}"
+                f" request hash {request_hash or '?'}; call hash {grant.call_hash}"
             )
             cells = (
                 grant.server or "(library)",
                 grant.tool,
                 cut,
-                present.fingerprint(grant.call_hash),
+                present.fingerprint(request_hash) if request_hash else "?",
                 grant.by,
                 _local_text(grant.until),
             )
