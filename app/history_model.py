@@ -26,7 +26,7 @@ from core.chain import Head
 from core.errors import ChainBroken, SignoffError
 from core.grants import used_by
 from core.proxy import results
-from core.records import fixed_values
+from core.records import decided_by_rule, fixed_values
 from core.store import Store
 
 PAGE = 200  # runs read per page
@@ -211,8 +211,12 @@ def read_runs(
                     row.decided = f"{by}: {reason}" if reason else str(by)
                 elif status == "expired":
                     row.decided = "nobody (expired)"
+            ruled = decided_by_rule(conn, [r.id for r in rows])  # the operator's rules said
             under = used_by(conn, [r.id for r in rows])  # allowed as the operator chose
             for row in rows:
+                if row.id in ruled:
+                    rule, verb = ruled[row.id]
+                    row.decided = f"{verb} by rule {rule}"
                 if row.id in under:
                     row.decided = f"allowed under grant {under[row.id]}"
     last = (found[-1][1], found[-1][0]) if found else None

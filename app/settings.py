@@ -1,4 +1,4 @@
-"""The settings window: servers, their tools, the policy, and the MCP hosts.
+"""The settings window: servers, their tools, the policy, the rules, and the MCP hosts.
 
 Everything here is also a terminal command and lands in the same TOML: each change goes
 through ``core.proxy.manage``, which validates the whole file before writing it, so a refused
@@ -133,6 +133,7 @@ class SettingsWindow(QDialog):
         super().__init__(parent)
         from app.settings_hosts import HostsPage
         from app.settings_policy import PolicyPage
+        from app.settings_rules import RulesPage
         from app.settings_servers import ServersPage
         from app.settings_tools import ToolsPage
 
@@ -154,6 +155,7 @@ class SettingsWindow(QDialog):
         self.servers = ServersPage(self.state)
         self.tools = ToolsPage(self.state)
         self.policy = PolicyPage(self.state)
+        self.rules = RulesPage(self.state)
         self.hosts = HostsPage(config_path)
         self.hosts.servers_changed.connect(self._reloaded)
         self.servers.show_tools.connect(self._show_tools)
@@ -161,6 +163,7 @@ class SettingsWindow(QDialog):
             (self.servers, "Servers"),
             (self.tools, "Tools"),
             (self.policy, "Policy"),
+            (self.rules, "Rules"),
             (self.hosts, "MCP hosts"),
         ):
             self.tabs.addTab(page, title)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -59,6 +59,7 @@ class PolicyDecision:
     outcome: Outcome
     reason: str = ""
     kind: str = ""  # the approval's kind, with APPROVE; "grant" with ALLOW under a grant
+    _: KW_ONLY  # who decided, by name only: two strings side by side are too easy to swap
     rule: str = ""  # the id of the rule on the tool's arguments that decided (core/rules.py)
     grant: str = ""  # the standing grant an ALLOW was made under (core/grants.py), or ""
 
@@ -84,8 +85,8 @@ class PolicyDecision:
                 Outcome(str(value["outcome"])),
                 str(value["reason"]),
                 str(value["kind"]),
-                str(value.get("rule") or ""),
-                str(value.get("grant") or ""),
+                rule=str(value.get("rule") or ""),
+                grant=str(value.get("grant") or ""),
             )
         except (KeyError, ValueError) as e:
             raise NotRecheckable(f"a recorded policy decision is incomplete: {e}") from None

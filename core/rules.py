@@ -30,7 +30,7 @@ from __future__ import annotations
 import enum
 import posixpath
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -306,3 +306,108 @@ def _nodes(value: Any) -> Iterator[Any]:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+
+
+# --- in words (windows and the terminal) -----------------------------------------------
+
+EFFECT_WORDS = {Effect.ALLOW: "Always allow", Effect.REJECT: "Always reject"}
+HAND_WRITTEN = "arguments match a JSON Schema condition"
+
+
+def words(rule: ArgumentRule) -> str:
+    """A rule's condition in words: "path is in the folder /home/u/notes", "to is one of a@x,
+    b@y", "any arguments". The shapes the shorthands make are said exactly; any other condition
+    (a hand-written ``--when``) is ``HAND_WRITTEN``, and its JSON is for a tooltip."""
+    return _said(rule.when) or HAND_WRITTEN
+
+
+def expiry_words(
+    rule: ArgumentRule, now: datetime, show: Callable[[datetime], str] = when_text
+) -> str:
+    """ "never", "expired", or "until" and the time (as ``show`` writes it)."""
+    if rule.expires is None:
+        return "never"
+    return "expired" if rule.expired(now) else f"until {show(rule.expires)}"
+
+
+def _said(when: Mapping[str, Any]) -> str | None:
+    if not when:
+        return "any arguments"
+    parts = when.get("allOf")
+    if set(when) == {"allOf"} and isinstance(parts, list) and parts:
+        each = [_said(p) if isinstance(p, dict) else None for p in parts]
+        if None in each:
+            return None
+        return " and ".join(s for s in each if s and s != "any arguments") or "any arguments"
+    properties, required = when.get("properties"), when.get("required")
+    shaped = set(when) == {"type", "properties", "required"} and when.get("type") == "object"
+    if not (shaped and isinstance(properties, dict) and properties and isinstance(required, list)):
+        return None
+    if sorted(map(str, required)) != sorted(properties):
+        return None
+    return _all([_named(name, _value_said(c)) for name, c in properties.items()])
+
+
+def _named(name: str, said: str | None) -> str | None:
+    return None if said is None else f"{name} {said}"
+
+
+def _all(said: list[str | None]) -> str | None:
+    """Each said, joined with "and"; None when one cannot be."""
+    found = [s for s in said if s is not None]
+    return " and ".join(found) if len(found) == len(said) else None
+
+
+def _value_said(condition: Any) -> str | None:
+    """One argument's condition as ``on_arguments`` holds it, in words; None: not a shorthand."""
+    if not isinstance(condition, dict):
+        return None
+    each = condition.get("allOf")
+    if set(condition) == {"allOf"} and isinstance(each, list) and each:
+        return _all([_value_said(c) for c in each])
+    if set(condition) == {"const"}:
+        return f"is {_shown(condition['const'])}"
+    found = condition.get("anyOf")
+    if set(condition) == {"anyOf"} and isinstance(found, list) and found:
+        values = found[0].get("enum") if isinstance(found[0], dict) else None
+        if isinstance(values, list) and condition == one_of(values):
+            return f"is one of {', '.join(_shown(v) for v in values)}"
+        return None
+    bound = condition.get("maximum")
+    if (
+        isinstance(bound, int | float)
+        and not isinstance(bound, bool)
+        and condition == at_most(bound)
+    ):
+        return f"is at most {_shown(bound)}"
+    regex = condition.get("pattern")
+    if not isinstance(regex, str):
+        return None
+    if condition == pattern(regex):
+        return f"matches the pattern {regex}"
+    folder = _folder_of(regex)
+    if folder is not None and condition == _under_or_none(folder):
+        return f"is in the folder {folder}"
+    return None
+
+
+def _folder_of(regex: str) -> str | None:
+    """The folder ``under_folder`` made ``regex`` from (its escapes undone), if it can be."""
+    if not (regex.startswith("^") and regex.endswith("(/|$)")):
+        return None
+    head = re.sub(r"\\(.)", r"\1", regex[1:-5])
+    return head or "/"
+
+
+def _under_or_none(folder: str) -> dict[str, JSONValue] | None:
+    try:
+        return under_folder(folder)
+    except RuleConditionInvalid:
+        return None
+
+
+def _shown(value: JSONValue) -> str:
+    """A value as a person reads it: a plain text bare, anything else as JSON."""
+    if isinstance(value, str) and value and value == value.strip() and "," not in value:
+        return value
+    return canonical.dumps_text(value)

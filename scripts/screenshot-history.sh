@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates docs/screenshots/history.png (or in the folder given): the history window over the
-# demo's real record, a completed run selected, drawn by Qt on an Xvfb display at its default
-# size.
+# demo's real record, then a rule on write_note and a call through `signoff proxy demo` that it
+# allows unasked (its row says "allowed by rule R..."), a completed run selected, drawn by Qt on
+# an Xvfb display at its default size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-docs/screenshots}")
@@ -9,6 +10,29 @@ export PYTHONPATH=$PWD  # this checkout's app, whichever checkout .venv was inst
 work=$(mktemp -d)
 trap 'kill "${xvfb:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
 .venv/bin/signoff demo --no-app --auto-approve --wait 30 --home "$work/home" >/dev/null
+SIGNOFF_HOME="$work/home" .venv/bin/signoff rule add --server demo --tool write_note --allow \
+    --pattern 'name=^todo-' --note "the agent's to-do notes" >/dev/null
+SIGNOFF_HOME="$work/home" .venv/bin/python - <<'PY'
+# One call as a host makes it, through the proxy: the rule allows it without asking.
+import os
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+
+async def main() -> None:
+    params = StdioServerParameters(command=".venv/bin/signoff", args=["proxy", "demo"],
+                                   env=dict(os.environ))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("write_note", {"name": "todo-shopping.md",
+                                                        "text": "Milk and bread.\n"})
+        assert not getattr(result, "is_error", getattr(result, "isError", False)), result
+
+
+anyio.run(main)
+PY
 display=:$((90 + RANDOM % 100))
 Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
 xvfb=$!

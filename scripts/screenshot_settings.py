@@ -1,12 +1,13 @@
 """Draws the settings window's pages for docs/screenshots (run by screenshot-settings.sh):
-settings-servers, -tools, -diff, -policy, -add-server, -hosts (the page) and -wiring (its
-preview), each at the window's default size."""
+settings-servers, -tools, -diff, -policy, -rules, -add-server, -hosts (the page) and -wiring
+(its preview), each at the window's default size."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
@@ -14,8 +15,10 @@ from PySide6.QtWidgets import QApplication
 app = QApplication([])
 
 from app.settings import SettingsWindow  # noqa: E402  (after the QApplication)
-from core import paths  # noqa: E402
+from core import operator_key, paths  # noqa: E402
+from core.errors import OperatorKeyUnavailable  # noqa: E402
 from core.proxy import manage  # noqa: E402
+from core.store import Store  # noqa: E402
 
 work = Path(sys.argv[1])
 out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path("docs/screenshots")
@@ -50,7 +53,12 @@ def settle(until=lambda: True, seconds: float = 30) -> None:
     raise SystemExit("timed out")
 
 
-window = SettingsWindow(paths.config_path())
+store = Store.open(paths.database_path())  # the window's, as the tray opens it
+try:
+    operator_key.default().key_for_deciding(store)
+except OperatorKeyUnavailable as e:  # no keyring on this display: unsigned, as the demo does
+    operator_key.choose_mode(store, unauthenticated=True, by="screenshot", reason=str(e))
+window = SettingsWindow(paths.config_path(), store)
 window.show()
 window.servers.select("notes")
 window.servers.test_selected()
@@ -95,6 +103,49 @@ dialog.reject()
 window.tabs.setCurrentWidget(window.policy)
 settle()
 window.grab().save(str(out / "settings-policy.png"))
+
+
+def approved_for_an_hour(tool: str, arguments: dict[str, object]) -> None:
+    """A call of the notes server's ``tool`` the policy asks about, approved for an hour, as
+    the approval dialog approves it."""
+    from core.approvals import approve
+    from core.decisions import Decision
+    from core.gate import Gate, GateConfig
+    from core.tools import SideEffect, Tool
+    from core.transitions import CallLabel
+
+    gate = Gate(GateConfig(store=store, anchor=None, tools=[
+        Tool(tool, "Appends a line to the notes.", {"type": "object"},
+             SideEffect.LOCAL_MUTATION, lambda args: "done")]))  # fmt: skip
+    session = gate.begin("run-approved", "goal", call=CallLabel("notes", tool, "0" * 64))
+    step = session.step()
+    assert step is not None
+    verdict = step.propose(Decision.tool_call(tool, arguments))
+    assert verdict.approval is not None, verdict
+    session.close()
+    approve(store, "run-approved", verdict.approval.id, "operator:you", "the same line is fine",
+            scope="1h")  # fmt: skip
+
+
+from core import rules  # noqa: E402
+from core.rules import ArgumentRule, Effect  # noqa: E402
+
+now = datetime.now(UTC).replace(microsecond=0)
+for rule in (
+    ArgumentRule.make("notes", "write_note", Effect.ALLOW,
+                      rules.on_arguments([("text", rules.pattern("^TODO:"))]),
+                      note="to-do lines"),
+    ArgumentRule.make("notes", "clear_notes", Effect.REJECT, {}, note="never from an agent"),
+    ArgumentRule.make("notes", "write_note", Effect.ALLOW,
+                      rules.on_arguments([("text", rules.one_of(["done", "later"]))]),
+                      expires=now - timedelta(days=1)),  # made already expired, to be seen
+):  # fmt: skip
+    manage.add_rule(paths.config_path(), rule)
+approved_for_an_hour("write_note", {"text": "Bought milk."})
+window.tabs.setCurrentWidget(window.rules)
+window.rules.select_rule(window.rules.shown_rules[0].id)
+settle()
+window.grab().save(str(out / "settings-rules.png"))
 
 desktop = work / ".config" / "Claude" / "claude_desktop_config.json"
 desktop.parent.mkdir(parents=True)

@@ -192,7 +192,9 @@ def _line(rule: Any, now: datetime) -> str:
         word = "expired" if rule.expired(now) else "expires"
         expiry = f"  {word} {rules.when_text(rule.expires)}"
     note = f"  ({rule.note})" if rule.note else ""
-    when = json.dumps(rule.when, ensure_ascii=False)
+    when = rules.words(rule)
+    if when == rules.HAND_WRITTEN:  # said exactly, then
+        when = json.dumps(rule.when, ensure_ascii=False)
     return f"{rule.effect.value} {rule.gate_name} when {when}{expiry}{note}"
 
 

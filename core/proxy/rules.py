@@ -64,7 +64,7 @@ class ProxyRules:
             )
         grant = self.grant
         if decision.outcome is Outcome.APPROVE and grant is not None and not self.may_have_run:
-            return PolicyDecision(Outcome.ALLOW, grant.sentence(), GRANT_KIND, grant.id)
+            return PolicyDecision(Outcome.ALLOW, grant.sentence(), GRANT_KIND, grant=grant.id)
         return decision
 
     def identity(self) -> str:

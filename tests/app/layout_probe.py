@@ -48,7 +48,7 @@ from PySide6.QtWidgets import (
 
 # Columns read whole wherever a table has them: a state or a time cut short misleads.
 WHOLE = {"Time", "Class", "Outcome", "Duration", "Tools", "Needs you", "Pin", "Offered to hosts",
-         "What happens"}  # fmt: skip
+         "What happens", "Rule", "Expires", "Until"}  # fmt: skip
 FRAME = 40  # room left on the screen for a window manager's title bar
 
 LONG_SERVER = "github-enterprise-mirror"
@@ -301,6 +301,30 @@ def write_host_file(folder: Path) -> Path:
     return path
 
 
+def add_rules(config: Path) -> None:
+    """Rules on the long tool: a long folder, a long note, an expiry."""
+    from datetime import UTC, datetime, timedelta
+
+    from core import rules
+    from core.proxy import manage
+
+    folder = "/home/operator/src/github.com/example-organisation/a-repository-with-a-long-name"
+    made = [
+        rules.ArgumentRule.make(
+            LONG_SERVER, LONG_TOOL, rules.Effect.ALLOW,
+            rules.on_arguments([("path", rules.under_folder(folder)),
+                                ("content", rules.pattern("^[^\\x00]{0,4000}$"))]),
+            expires=datetime.now(UTC).replace(microsecond=0) + timedelta(days=7),
+            note="the documentation folder of the mirror, while the migration to the new"
+                 " organisation lasts",
+        ),
+        rules.ArgumentRule.make(LONG_SERVER, LONG_TOOL, rules.Effect.REJECT,
+                                {"type": "object", "required": ["force"]}),
+    ]  # fmt: skip
+    for rule in made:
+        manage.add_rule(config, rule)
+
+
 # --- the windows ----------------------------------------------------------------------------
 
 
@@ -334,6 +358,7 @@ def main(argv: list[str]) -> int:
     # Pinned as listed before: the first tool is changed since, the destructive one classed
     # "read only" shows its conflict.
     manage.pin(config, LONG_SERVER, _listing(PINNED_BEFORE).tools)
+    add_rules(config)
 
     with Store.open(paths.database_path()) as store:
         record_history(store)
@@ -362,7 +387,8 @@ def main(argv: list[str]) -> int:
         settings.state.changed.emit()
         settings.show()
         pages = ((settings.servers, "Servers"), (settings.tools, "Tools"),
-                 (settings.policy, "Policy"), (settings.hosts, "MCP hosts"))  # fmt: skip
+                 (settings.policy, "Policy"), (settings.rules, "Rules"),
+                 (settings.hosts, "MCP hosts"))  # fmt: skip
         for page, title in pages:
             settings.tabs.setCurrentWidget(page)
             if page is settings.tools:

@@ -13,12 +13,14 @@ from PySide6.QtCore import QDateTime, Qt
 from PySide6.QtWidgets import QApplication, QComboBox
 
 from app.history import HistoryWindow
-from app.history_model import PAGE
+from app.history_model import DECIDED, PAGE
 from app.tray import TrayApp
-from core import export
+from core import export, rules
 from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.heads import HeadStore, KeyringHeadStore, MemoryHeadStore
+from core.policy import ConfigPolicy
+from core.rules import ArgumentRule, Effect
 from core.store import Store, format_time
 from core.transitions import CallLabel
 from tests.app.pending import TOOLS, make_pending
@@ -185,6 +187,38 @@ def test_selecting_a_run_shows_its_exact_arguments_request_hash_and_call_hash(
     assert QApplication.clipboard().text() == arguments
     window.copy_hash.click()
     assert QApplication.clipboard().text() == request_hash
+
+
+def ruled_call(store: Store, run_id: str, tool: str, policy: ConfigPolicy) -> VerdictOutcome:
+    """A call of ``tool`` on the files under /home/u/notes, evaluated by ``policy``."""
+    gate = make_gate(store, TOOLS, policy=policy)
+    session = gate.begin(run_id, "goal", call=CallLabel("files", tool, "k" * 64))
+    step = session.step()
+    assert step is not None
+    verdict = step.propose(Decision.tool_call(tool, {"path": "/home/u/notes/a.md"}))
+    if verdict.outcome == VerdictOutcome.ALLOWED:
+        asyncio.run(step.execute())
+    session.close()
+    return verdict.outcome
+
+
+def test_a_run_a_rule_decided_says_which_rule_in_its_row(store: Store, home: Path, qtbot) -> None:
+    notes = rules.on_arguments([("path", rules.under_folder("/home/u/notes"))])
+    allow = ArgumentRule.make("files", "write", Effect.ALLOW, notes)
+    reject = ArgumentRule.make("files", "push", Effect.REJECT, notes)
+    policy = ConfigPolicy(rules={"write": [allow], "push": [reject]})
+    assert ruled_call(store, "by-allow", "write", policy) == VerdictOutcome.ALLOWED
+    assert ruled_call(store, "by-reject", "push", policy) == VerdictOutcome.DENIED
+    assert ruled_call(store, "asked", "push", ConfigPolicy()) == VerdictOutcome.PENDING
+    window = open_window(store, home, qtbot)
+    model = window.model
+
+    def decided(run_id: str) -> str:
+        return model.data(model.index(model.row_of(run_id), DECIDED))
+
+    assert decided("by-allow") == f"allowed by rule {allow.id}"
+    assert decided("by-reject") == f"rejected by rule {reject.id}"
+    assert decided("asked") == "waiting for you"
 
 
 @pytest.mark.guarantee("G-APP-1")

@@ -179,7 +179,9 @@ def test_a_grant_yields_the_duplicate_rule_but_not_a_call_that_may_have_run(
     g = gate(gate_store, Calls())
     grant = granted(gate_store, g)
     rules = rules_with(grant)
-    assert evaluate(rules, g) == PolicyDecision(Outcome.ALLOW, grant.sentence(), "grant", grant.id)
+    assert evaluate(rules, g) == PolicyDecision(
+        Outcome.ALLOW, grant.sentence(), "grant", grant=grant.id
+    )
     rules.duplicate_of = "2026-12-05T10:00:00.000000Z"  # the earlier identical call completed
     assert evaluate(rules, g).grant == grant.id
     rules.may_have_run = True  # its outcome is unknown: the operator is asked again

@@ -203,3 +203,65 @@ def test_no_rule_loosens_a_deny_or_makes_an_allow_out_of_anything_but_an_ask(
             assert decision == without
         elif decision.outcome is ALLOWED and decision.rule:
             assert without.outcome is ASKED
+
+
+# --- a rule in words ---------------------------------------------------------------------
+
+
+def said(when: dict[str, Any]) -> str:
+    return rules.words(ArgumentRule.make("mail", "send", Effect.ALLOW, when))
+
+
+def test_each_shorthand_is_said_in_words() -> None:
+    on = rules.on_arguments
+    assert said(on([("path", rules.under_folder("/home/u/notes"))])) == (
+        "path is in the folder /home/u/notes"
+    )
+    assert said(on([("path", rules.under_folder("/"))])) == "path is in the folder /"
+    assert said(on([("path", rules.under_folder("/a b/c-d.e (x)"))])) == (
+        "path is in the folder /a b/c-d.e (x)"
+    )
+    assert said(on([("to", rules.one_of(["a@x", "b@y"]))])) == "to is one of a@x, b@y"
+    assert said(on([("amount", rules.at_most(50))])) == "amount is at most 50"
+    assert said(on([("amount", rules.at_most(2.5))])) == "amount is at most 2.5"
+    assert said(on([("name", rules.equals("todo.md"))])) == "name is todo.md"
+    assert said(on([("n", rules.equals(3)), ("tags", rules.equals(["a, b"]))])) == (
+        'n is 3 and tags is ["a, b"]'
+    )
+    assert said(on([("name", rules.pattern("^todo-[0-9]+$"))])) == (
+        "name matches the pattern ^todo-[0-9]+$"
+    )
+    assert said(on([("n", rules.at_most(9)), ("n", rules.equals(4))])) == (
+        "n is at most 9 and is 4"
+    )
+    assert said({}) == "any arguments"
+    assert said({"allOf": [{}, on([("to", rules.equals("a@x"))])]}) == "to is a@x"
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        {"type": "object"},
+        {"type": "object", "properties": {"to": {"const": "a@x"}}, "required": []},
+        {"type": "object", "properties": {"to": {"const": "a@x", "x-note": 1}},
+         "required": ["to"]},
+        {"type": "object", "required": ["p"], "properties": {"p": {
+            "type": "string", "pattern": "^/tmp(/|$)", "not": {"pattern": "x"}}}},  # another guard
+        {"type": "object", "properties": {"to": {"anyOf": [{"enum": ["a"]}]}},
+         "required": ["to"]},
+        {"allOf": [{}, {"not": {}}]},
+    ],
+)  # fmt: skip
+def test_any_other_condition_is_said_to_be_a_json_schema_condition(when: Any) -> None:
+    assert said(when) == rules.HAND_WRITTEN
+
+
+def test_the_effect_and_the_expiry_have_words_of_their_own() -> None:
+    later = NOW + timedelta(hours=2)
+    kept = ArgumentRule.make("mail", "send", Effect.REJECT, {}, expires=later)
+    assert rules.EFFECT_WORDS[kept.effect] == "Always reject"
+    assert rules.EFFECT_WORDS[Effect.ALLOW] == "Always allow"
+    assert rules.expiry_words(kept, NOW) == "until 2026-12-05T23:00:00Z"
+    assert rules.expiry_words(kept, later) == "expired"
+    forever = ArgumentRule.make("mail", "send", Effect.REJECT, {})
+    assert rules.expiry_words(forever, later) == "never"

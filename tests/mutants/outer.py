@@ -144,7 +144,7 @@ OUTER: tuple[Mutation, ...] = (
     Mutation(
         "the proxy lets an allow rule run a call on signoffs own files",
         "G-FILES-2",
-        "core/proxy/server.py",
+        "core/proxy/rules.py",
         "            decision = apply_own_files(\n",
         "            _ = apply_own_files(\n",
         "a read or a write of config.toml or the database runs under an allow rule, unasked",

@@ -99,7 +99,8 @@ def test_a_rule_added_listed_and_removed_is_recorded_each_time(rig: Rig, home: P
     assert f"added rule {listed['id']}" in out and changes(rig) == recorded + 1
     assert listed["effect"] == "allow" and listed["note"] == "my folder"
     assert not listed["expired"] and listed["expires"] is not None
-    assert listed["id"] in rig.signoff("rule", "list").stdout
+    shown = rig.signoff("rule", "list").stdout  # the condition in words
+    assert listed["id"] in shown and f"when text is in the folder {home} " in shown
     add(rig, "--reject", "--equals", "text=x")
     same = add(rig, "--reject", "--equals", "text=x", check=False)  # the same rule, same id
     assert same.returncode == 2 and "[RuleRefused]" in same.stderr
