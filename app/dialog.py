@@ -288,6 +288,7 @@ class ArgumentsView(QTextEdit):
 class ApprovalDialog(QDialog):
     decided = Signal(str, str, str, str)  # approval id, the request hash shown, decision, reason
     details = Signal(str)  # run id: show it in the history window
+    rule_saved = Signal(str)  # the id of a rule saved from here: the configuration changed
 
     def __init__(
         self,
@@ -537,6 +538,7 @@ class ApprovalDialog(QDialog):
         return self.rule_editor
 
     def _rule_saved(self, decision: str, rule_id: str) -> None:
+        self.rule_saved.emit(rule_id)
         if decision:  # the new rule decides this request: as once, named in the reason
             self._decide(decision, self.reason.text() or f"by rule {rule_id}, made here")
 

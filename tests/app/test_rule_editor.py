@@ -334,6 +334,7 @@ def test_the_tray_s_dialog_saves_a_rule_that_approves_the_request(
     app = TrayApp(store, MemoryHeadStore(), home, native=False)
     app.start()
     try:
+        settings = app.open_settings()  # open before: it shows the rule once saved
         approval = make_pending(store, tool="write", arguments=dict(ARGUMENTS))
         qtbot.waitUntil(lambda: app.model.state == "pending", timeout=5000)
         dialog = app.open_dialog(approval.id)
@@ -349,5 +350,6 @@ def test_the_tray_s_dialog_saves_a_rule_that_approves_the_request(
             ).fetchone()
         [rule] = saved_rules()
         assert status == "approved" and rule.id in reason
+        assert [r.id for r in settings.state.config.rules()] == [rule.id]
     finally:
         app.stop()
