@@ -23,6 +23,9 @@ Rules:
    what it may already have done (interrupted, a duplicate, Signoff's own files) is approved
    once each time: no choice is offered. The decision emitted is ``approve`` or
    ``approve:SCOPE``.
+   Beside it, "Always…" opens the rule editor (app/rule_editor.py), offered for the same
+   requests (and only when the dialog knows the configuration): a rule saved there that
+   decides this very request decides it here, as once, as Approve or Reject would.
 9. A band at the top shows the request's class, or "may have run", in its colour, icon and
    words (``app.danger``). Below the form, the time it has counts down once a second by the
    dialog's clock (``app.countdown``): how long the agent's call is still held, and when the
@@ -35,6 +38,7 @@ import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from PySide6.QtCore import QSize, QSizeF, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -71,6 +75,7 @@ from app.model import Pending
 from app.words import class_explanation, class_words
 from core import marks, present
 from core.records import ApprovalView
+from core.store import Store
 from core.tools import SideEffect
 
 CLASSES = frozenset(s.value for s in SideEffect)  # the kinds of the policy's own approvals
@@ -98,6 +103,10 @@ SCOPES = (
 SCOPE_NOTE = (
     "Approving for a while lets the same tool of the same server run again with exactly these"
     " arguments without asking you, until then; each run is recorded in the history."
+)
+RULE_NOTE = (
+    "Make a rule: always allow or always reject this tool when its arguments are like these"
+    " (the same values, a folder, a pattern, a bound), for a while or for good."
 )
 MARKED_FLAG = (
     "This request contains characters that are invisible or reorder text; each is shown as"
@@ -279,6 +288,7 @@ class ArgumentsView(QTextEdit):
 class ApprovalDialog(QDialog):
     decided = Signal(str, str, str, str)  # approval id, the request hash shown, decision, reason
     details = Signal(str)  # run id: show it in the history window
+    rule_saved = Signal(str)  # the id of a rule saved from here: the configuration changed
 
     def __init__(
         self,
@@ -287,9 +297,14 @@ class ApprovalDialog(QDialog):
         *,
         timing: Timing | None = None,
         clock: Callable[[], datetime] = _utc_now,
+        config_path: Path | None = None,
+        store: Store | None = None,
     ) -> None:
+        """``config_path`` and ``store``: where a rule made here is saved and recorded."""
         super().__init__(parent)
         self.pending = pending
+        self.config_path, self.store = config_path, store
+        self.rule_editor: QDialog | None = None
         self.timing = timing or Timing()
         self.clock = clock
         self._over = False  # decided elsewhere or gone: nothing here may decide (rule 7)
@@ -450,11 +465,19 @@ class ApprovalDialog(QDialog):
             self.scope.addItem(words, scope)
         self.scope.setToolTip(SCOPE_NOTE)
         self.scope.setVisible(pending.kind in CLASSES)
+        self.rule_button = QPushButton("Always…")
+        self.rule_button.setToolTip(RULE_NOTE)
+        self.rule_button.setVisible(
+            pending.kind in CLASSES and self.config_path is not None and bool(pending.server)
+        )
+        self.rule_button.clicked.connect(self.open_rule_editor)
         buttons.addWidget(self.history_button)
         buttons.addStretch(1)
-        for button in (self.close_button, self.reject_button, self.scope, self.approve_button):
+        for button in (self.close_button, self.rule_button, self.reject_button, self.scope,
+                       self.approve_button):  # fmt: skip
             buttons.addWidget(button)
-        for button in (self.history_button, self.reject_button, self.approve_button):
+        for button in (self.history_button, self.rule_button, self.reject_button,
+                       self.approve_button):  # fmt: skip
             button.setAutoDefault(False)
             button.setDefault(False)
         self.reject_button.clicked.connect(self._reject_clicked)
@@ -482,7 +505,7 @@ class ApprovalDialog(QDialog):
         self.banner.setText(text)
         self.banner.show()
         self.reason.setEnabled(False)
-        for button in (self.approve_button, self.reject_button, self.scope):
+        for button in (self.approve_button, self.reject_button, self.scope, self.rule_button):
             button.setEnabled(False)
             button.hide()
         self.close_button.show()
@@ -499,10 +522,31 @@ class ApprovalDialog(QDialog):
         scope = "" if self.scope.isHidden() else self.scope.currentData()
         self._decide(f"approve:{scope}" if scope else "approve")
 
-    def _decide(self, decision: str) -> None:
+    def open_rule_editor(self) -> QDialog:
+        """The rule editor for this request (rule 8), not modal: the dialog stays usable."""
+        from app.rule_editor import RuleEditor
+        from app.settings import SettingsState
+
+        if self.rule_editor is None:
+            assert self.config_path is not None  # the button is offered only then
+            editor = RuleEditor(self.pending, SettingsState(self.config_path, self.store), self)
+            editor.saved.connect(self._rule_saved)
+            self.rule_editor = editor
+        self.rule_editor.show()
+        self.rule_editor.raise_()
+        self.rule_editor.activateWindow()
+        return self.rule_editor
+
+    def _rule_saved(self, decision: str, rule_id: str) -> None:
+        self.rule_saved.emit(rule_id)
+        if decision:  # the new rule decides this request: as once, named in the reason
+            self._decide(decision, self.reason.text() or f"by rule {rule_id}, made here")
+
+    def _decide(self, decision: str, reason: str | None = None) -> None:
         if self._over:
             return
-        self.decided.emit(self.pending.id, self.pending.request_hash, decision, self.reason.text())
+        reason = self.reason.text() if reason is None else reason
+        self.decided.emit(self.pending.id, self.pending.request_hash, decision, reason)
         self.accept()
 
 

@@ -303,9 +303,11 @@ class TrayApp(QObject):
             return None
         dialog = self.dialogs.get(approval_id)
         if dialog is None:
-            dialog = ApprovalDialog(pending, timing=self.model.timing())
+            dialog = ApprovalDialog(pending, timing=self.model.timing(),
+                                    config_path=self.config_path, store=self.store)  # fmt: skip
             dialog.decided.connect(self.decide)
             dialog.details.connect(self.show_in_history)
+            dialog.rule_saved.connect(self._rule_saved)
             # Qt deletes the closed dialog; only then is it forgotten here (dropping the last
             # Python reference inside its own finished signal would delete it mid-emission).
             # Through a weak reference, not a bound method: an app being deleted deletes its
@@ -342,6 +344,12 @@ class TrayApp(QObject):
         history = self.open_history()
         history.tabs.setCurrentWidget(history.recheck_tab)
         history.recheck_all()
+
+    def _rule_saved(self) -> None:
+        """A rule saved from a dialog: an open settings window reads the file again."""
+        if self.settings is not None:
+            self.settings.state.reload()
+            self.settings.state.changed.emit()  # its pages, and _config_changed
 
     def _config_changed(self) -> None:
         self.notifications = self._notifications()

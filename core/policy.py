@@ -191,6 +191,14 @@ def behind_duplicate_rule(identity: str) -> str:
     return canonical.sha256_hex({"policy": identity, "proxy": "duplicate-rule"})
 
 
+def as_received(arguments: JSONValue, fixed: Mapping[str, JSONValue]) -> JSONValue:
+    """The arguments as the server will receive them (rule 7): the tool's fixed values over the
+    call's (the proxy's merge, core/proxy/server.py). The rule editor prefills from this too."""
+    if isinstance(arguments, dict):
+        return {**arguments, **fixed}
+    return arguments
+
+
 class Rule(enum.StrEnum):
     ALLOW = "allow"
     APPROVE = "approve"
@@ -255,9 +263,7 @@ class ConfigPolicy:
             return decision
         from core import rules as argument_rules  # here: a policy with no rules loads none
 
-        arguments = value["arguments"]
-        if isinstance(arguments, dict):  # as the server will receive them (the gate's merge)
-            arguments = {**arguments, **self.fixed.get(tool, {})}
+        arguments = as_received(value["arguments"], self.fixed.get(tool, {}))
         found = argument_rules.deciding(
             rules, arguments, destructive=side_effect is SideEffect.DESTRUCTIVE, now=self.clock()
         )

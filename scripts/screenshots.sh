@@ -8,7 +8,8 @@
 # approval is made by a real call through `signoff proxy` (the fake notes server of the tests).
 # Uses the desktop of tests/app/test_xvfb_desktop.py; ends everything it started. Then, into
 # the same folder: the dialog for a long request (scripts/screenshot_dialog.py), its scope
-# choice open (scripts/screenshot_scopes.py), the history
+# choice open (scripts/screenshot_scopes.py), the rule editor prefilled from a request
+# (scripts/screenshot_rule_editor.py), the history
 # window (scripts/screenshot-history.sh), and every settings page with the add-server dialog
 # and the wiring preview (scripts/screenshot-settings.sh).
 # SIGNOFF_NO_SETUP=1 uses .venv as it is (a worktree sharing another checkout's .venv).
@@ -132,5 +133,7 @@ QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshot_dialog.py \
     "$out/approval-dialog-long.png" 2> >(grep -v propagateSizeHints >&2)
 QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshot_scopes.py \
     "$out/approval-dialog-scopes.png" 2> >(grep -v -e propagateSizeHints -e "does not support" >&2)
+QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshot_rule_editor.py \
+    "$out/rule-editor.png" 2> >(grep -v propagateSizeHints >&2)
 bash scripts/screenshot-history.sh "$out"
 bash scripts/screenshot-settings.sh "$out"

@@ -370,9 +370,14 @@ def main(argv: list[str]) -> int:
         look(history, "History")
 
         [pending] = read_pending(store)
-        dialog = ApprovalDialog(pending)
+        dialog = ApprovalDialog(pending, config_path=config, store=store)  # with "Always…"
         dialog.show()
         look(dialog, "Approval dialog")
+        rules = dialog.open_rule_editor()
+        rules.choose("branch", "pattern")  # type: ignore[attr-defined]  # its widest row
+        rules.details_button.setChecked(True)  # type: ignore[attr-defined]
+        look(rules, "Rule editor")
+        rules.close()
         dialog.close()
 
         settings = SettingsWindow(config, store)
