@@ -296,7 +296,7 @@ class RulesPage(QWidget):
             words = said(e)
             self.refresh()
             self.grants_message.setText(f"Not ended: {words}.")
-            self.grants_message.setToolTip(f"{words} [{type(e).__name__}]")
+            self.grants_message.setToolTip(f"{words} ({type(e).__name__})")
             self.grants_message.setStyleSheet("color: #b00020;")
             return words
         self.refresh()

@@ -4,8 +4,6 @@ request that may have run stands out above every class."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QIcon, QImage
@@ -17,7 +15,6 @@ from app.model import read_pending
 from app.notifier import message_of
 from app.tray import TrayApp
 from core.approvals import reject
-from core.heads import MemoryHeadStore
 from core.operator_key import MemoryKeyStore, OperatorKey
 from core.store import Store
 from core.tools import SideEffect
@@ -72,14 +69,6 @@ def test_may_have_run_outranks_every_class_and_destructive_the_other_classes() -
     assert danger.highest([]) is None
     assert danger.MAY_HAVE_RUN_LOOK.bold and danger.class_look("destructive").bold
     assert not any(danger.class_look(c).bold for c in ("read_only", "local_mutation"))
-
-
-@pytest.fixture
-def tray(store: Store, home: Path, qtbot):
-    app = TrayApp(store, MemoryHeadStore(), home, native=False)
-    app.start()
-    yield app
-    app.stop()
 
 
 def test_the_tray_icon_shows_the_highest_class_waiting(store: Store, tray: TrayApp, qtbot) -> None:

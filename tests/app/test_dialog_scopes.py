@@ -31,14 +31,6 @@ from tests.core.gatekit import FakeClock, make_gate
 pytestmark = pytest.mark.guarantee("G-GATE-6")
 
 
-@pytest.fixture
-def tray(store: Store, home: Path, qtbot):
-    app = TrayApp(store, MemoryHeadStore(), home, native=False)
-    app.start()
-    yield app
-    app.stop()
-
-
 def _grants(store: Store) -> list[Grant]:
     with store.snapshot() as conn:
         return grants.listed(conn)

@@ -20,14 +20,6 @@ from core.store import Store
 from tests.app.pending import OWN_FOLDER, make_pending
 
 
-@pytest.fixture
-def tray(store: Store, home: Path, qtbot):
-    app = TrayApp(store, MemoryHeadStore(), home, native=False)
-    app.start()
-    yield app
-    app.stop()
-
-
 def _texts(tray: TrayApp) -> list[str]:
     return [a.text() for a in tray.menu.actions()]
 
