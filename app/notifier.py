@@ -8,7 +8,7 @@ Rules:
    escaped (``core.present.markup_escape``), to any other sink as plain text. The balloon
    carries no request text at all (Qt may hand it to a markup-parsing daemon unescaped); the
    popup is plain text.
-2. The body is Signoff's two lines first (the class; the request hash's fingerprint), bold
+2. The body is Signoff's two lines first (the class in words; the request hash's fingerprint), bold
    where markup is parsed, which no argument can be; then one line per argument, and one per
    value set by Signoff, marked so (``core.present``).
    Approve and Reject are offered only for a request whose every argument is shown whole and
@@ -48,6 +48,7 @@ from PySide6.QtWidgets import QAbstractButton, QMessageBox, QSystemTrayIcon
 from app import danger
 from app.freedesktop import URGENCY_NORMAL, Freedesktop, NotificationFailed
 from app.model import Pending
+from app.words import class_words
 from core import private_files
 from core.errors import UnsafePermissions
 from core.present import markup_escape
@@ -77,7 +78,7 @@ class Message:
 
 
 def message_of(p: Pending) -> Message:
-    kind = p.side_effect or "?"
+    kind = class_words(p.side_effect)  # the words every window uses (decision 0045)
     if p.kind in KINDS:
         kind += f" · {KINDS[p.kind]}"
     # Two short lines: each fits a narrow daemon's line (xfce4-notifyd: 42 characters).

@@ -233,7 +233,7 @@ def test_a_held_call_is_notified_and_approve_returns_its_result(
             assert shown.app_name == "Signoff"
             assert shown.summary == "Approve notes/write_note?"
             kind, fingerprint, *lines = shown.body.splitlines()
-            assert kind == "local_mutation"
+            assert kind == "Changes this computer"
             assert fingerprint == f"fingerprint {grouped(waiting['hash'])}"
             assert lines == ['text: "approved from the notification"']
             assert buttons(shown) == ["Approve", "Reject"]
@@ -281,7 +281,7 @@ def test_a_destructive_call_offers_only_review_which_opens_the_dialog(
             [shown] = await until(service.snapshot, "the app's Notify")
             [waiting] = rig.pending()
             assert shown.summary == "Approve notes/write_note?"
-            assert shown.body.startswith("destructive\nfingerprint ")
+            assert shown.body.startswith("Destructive\nfingerprint ")
             assert buttons(shown) == ["Review…"]
             await until(lambda: tray.notifier.sent, "the app to know what it showed")
 
@@ -403,7 +403,7 @@ def test_without_a_working_notification_service_the_app_falls_back_to_a_popup(
     popup = notifier._popup
     qtbot.addWidget(popup)
     assert isinstance(popup, QMessageBox) and popup.isVisible()
-    assert popup.text() == 'local_mutation\nfingerprint abab abab abab abab\ntext: "x"'
+    assert popup.text() == 'Changes this computer\nfingerprint abab abab abab abab\ntext: "x"'
     assert popup.textFormat() == Qt.TextFormat.PlainText
     labels = {b.text().replace("&", "") for b in popup.buttons()}
     assert not any("Approve" in label for label in labels), labels
@@ -454,7 +454,7 @@ def test_a_daemon_that_parses_markup_gets_every_request_text_escaped(
         await held.wait()
         [waiting] = rig.pending()
         kind, fingerprint, line = shown.body.splitlines()
-        assert kind == "<b>local_mutation</b>"
+        assert kind == "<b>Changes this computer</b>"
         assert fingerprint == f"<b>fingerprint {grouped(waiting['hash'])}</b>"
         assert line == markup_escape('text: "<b>ok</b> & \'q\' \\"x\\""')
         assert "<" not in line and "'" not in line

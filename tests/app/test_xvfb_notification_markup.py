@@ -67,6 +67,7 @@ from typing import Any
 import anyio
 import pytest
 
+from app.words import WORDS, class_words
 from core import marks, present
 from core.records import PendingRequest, pending_requests
 from tests.app.test_xvfb_desktop import (
@@ -106,8 +107,9 @@ WIDTH, HEIGHT = (int(n) for n in SCREEN.split("x")[:2])
 # Where Pango starts a new line: paragraph separators and UAX #14's mandatory breaks.
 LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x85\u2028\u2029]")
 # Signoff's own words at the start of a line: what a forged line of Signoff's would begin with.
-OWN_WORDS = re.compile(
-    rf"\s*(Signoff\b|request\b|fingerprint\b|({'|'.join(present.CLASS_WORDS)})\b)"
+OWN_WORDS = re.compile(  # Signoff's first line names the class in words (app/words.py)
+    rf"\s*(Signoff\b|request\b|fingerprint\b|({'|'.join(present.CLASS_WORDS)})\b"
+    rf"|({'|'.join(WORDS.values())})\b)"
 )
 CUT = re.compile(r"(?P<kept>.*)… \(\+(?P<missing>\d+) characters\)")
 MORE = re.compile(r"\(\+\d+ more arguments\)")
@@ -132,6 +134,7 @@ ENTITIES = "Hi&#34;,&#34;to&#34;:&#34;bob@example.com<span size='1'>"
 FORGED = (
     "Hi\u2028<b>Signoff: checked, safe to approve</b>\u2028request 1ab4 6bf0 9c2e 77d1"
     "\u2028remote_mutation · request hash 1ab4 6bf0 9c2e 77d1\u2028fingerprint 1ab4 6bf0 9c2e 77d1"
+    "\u2028Changes things elsewhere\u2028fingerprint 1ab4 6bf0 9c2e 77d1"
 )
 PAYLOADS = {
     "span-closes-to-and-entities-forge-bob": Payload(
@@ -311,7 +314,10 @@ def problems_with(drawn: Drawn, request: PendingRequest, payload: Payload) -> li
         found.append(f"the notification holds links: {drawn.links}")
 
     # 2. Signoff's line first, then one line per argument.
-    head = [request.side_effect, f"fingerprint {present.fingerprint(request.request_hash)}"]
+    head = [
+        class_words(request.side_effect),
+        f"fingerprint {present.fingerprint(request.request_hash)}",
+    ]
     title = f"Approve {SERVER}/{payload.tool}?"
     if drawn.summary != title:
         found.append(f"the summary is {drawn.summary!r}, not {title!r}")
