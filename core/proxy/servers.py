@@ -191,6 +191,7 @@ class Servers:
         except UpstreamError as e:
             raise RuntimeError(f"server {server} is not running and did not restart: {e}") from None
         withdrawn = self._offered.withdraw(server, listing, tool)
+        self.listings[server] = listing  # what the tool set is evaluated from next (live.py)
         status.record(self.status_dir, server, listing, handshake=upstream.initialize_result)
         if withdrawn:
             await upstream.close()
