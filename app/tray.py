@@ -34,6 +34,7 @@ from app.keyring_worker import KeyringWorker
 from app.labels import dbus_menu_in_use, menu_text
 from app.model import AppModel, Pending
 from app.notifier import Notifier
+from app.review_notice import ReviewNotice
 from app.settings import SettingsWindow
 from app.watcher import Watcher
 from app.words import class_words
@@ -136,6 +137,9 @@ class TrayApp(QObject):
         self.icon_look: Look | None = None  # the highest look waiting, as the icon shows it
         self.history: HistoryWindow | None = None
         self.settings: SettingsWindow | None = None
+        self.review = ReviewNotice(self.config_path, data_dir / "status", self)  # tools waiting
+        self.review.open_server.connect(self.open_tools)
+        self.menu.triggered.connect(self.review.chosen)
         self.notifications = self._notifications()
         self.watcher = Watcher(store.path, self)
         self.watcher.changed.connect(self.refresh)
@@ -196,6 +200,7 @@ class TrayApp(QObject):
             self.notifier.notify(p)
         self._follow_decisions()
         self.check_config()
+        self.review.read()
         if self.history is not None and self.history.isVisible():
             self.history.refresh()
         self._rebuild()
@@ -339,6 +344,10 @@ class TrayApp(QObject):
         self.settings.activateWindow()
         return self.settings
 
+    def open_tools(self, server: str) -> None:
+        """Settings on ``server``'s tools: the tray's entry for tools to review."""
+        self.open_settings().servers.show_tools.emit(server)
+
     def recheck_history(self) -> None:
         """The history's re-check of every run against the rules as they are now."""
         history = self.open_history()
@@ -461,7 +470,7 @@ class TrayApp(QObject):
         # (made again under the pointer it closed, or moved): then once it closes.
         says = (state, tuple((p.id, p.title, p.side_effect, p.fingerprint) for p in model.pending),
                 witness, self.key_problem, model.unauthenticated, model.paused,
-                self.dbus_menu, self.config_outside, self.demo.running,
+                self.dbus_menu, self.config_outside, self.review.waiting, self.demo.running,
                 self.demo.has_record())  # fmt: skip
         if says == self._menu_says:
             return
@@ -492,6 +501,7 @@ class TrayApp(QObject):
             outside_action = menu.addAction(self._label(f"{config_outside.TITLE}: review…"))
             outside_action.triggered.connect(self.open_config_outside)
             menu.addSeparator()
+        self.review.add_to(menu, self._label)
         if self.store.path.parent != paths.platform_dirs()[0]:  # another home: say which
             menu.addAction(self._label(f"On {shown_path(self.store.path)}")).setEnabled(False)
         header = menu.addAction(

@@ -1,0 +1,67 @@
+"""The tray's notice of tools waiting for review: "notes has 2 tools to review", one entry per
+server, each opening Settings on that server's Tools page.
+
+What waits is read by ``core.proxy.review`` from the servers' last listings and the
+configuration; it is read again each time the tray refreshes (a proxy that lists a server
+again wakes the app), so the entry goes once the operator has pinned and classified the tools.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMenu
+
+from core.errors import SignoffError
+from core.proxy import config as configuration
+from core.proxy.review import Waiting, waiting
+
+log = logging.getLogger("signoff.app")
+KEY = "review-server"  # an entry's data: {KEY: server}, never a request's id (a str)
+
+
+class ReviewNotice(QObject):
+    """The servers with tools waiting (``waiting``), and their menu entries; choosing one emits
+    ``open_server`` with the server's name."""
+
+    open_server = Signal(str)
+
+    def __init__(self, config_path: Path, status_dir: Path, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.config_path = config_path
+        self.status_dir = status_dir
+        self.waiting: tuple[Waiting, ...] = ()
+
+    def read(self) -> tuple[Waiting, ...]:
+        """What waits now; nothing when the configuration cannot be read (the tray says why
+        elsewhere)."""
+        try:
+            config = configuration.load(self.config_path)
+        except SignoffError as e:
+            log.warning("tools to review: the configuration cannot be read: %s", e)
+            self.waiting = ()
+        else:
+            self.waiting = waiting(self.status_dir, config)
+        return self.waiting
+
+    def add_to(self, menu: QMenu, label: Callable[[str], str]) -> list[QAction]:
+        """An entry per server with tools waiting, then a separator when there was one."""
+        entries = []
+        for item in self.waiting:
+            action = menu.addAction(label(f"{item.words()}…"))
+            action.setToolTip(", ".join(item.tools))
+            action.setData({KEY: item.server})
+            entries.append(action)
+        if entries:
+            menu.addSeparator()
+        return entries
+
+    def chosen(self, action: QAction) -> None:
+        """A menu entry was chosen: one of ours opens its server's tools."""
+        data = action.data()
+        if isinstance(data, dict) and isinstance(data.get(KEY), str):
+            self.open_server.emit(data[KEY])
