@@ -180,3 +180,34 @@ def test_a_class_changed_through_signoff_reaches_the_running_proxy(home: Path) -
     anyio.run(main)
     waiting_calls = live.rig.pending()
     assert [(p["tool"], p["class"]) for p in waiting_calls] == [("read_note", "destructive")]
+
+
+def test_an_approval_asked_under_one_class_runs_nothing_once_the_class_changed(
+    home: Path,
+) -> None:
+    live = Live(home)
+    calls = home / "calls.jsonl"
+    live.script["calls"] = str(calls)
+    live.lists(READ, REFRESH)
+    live.rig.classify("notes", read_note="destructive")
+
+    async def main() -> None:
+        async with live.host() as session:
+            asked = await session.call_tool("read_note", {})
+            assert "It is pending as approval" in text(asked), text(asked)
+            [waiting_call] = live.rig.pending()
+            await live.operator("classify", "notes", "read_note=local_mutation")
+            await live.operator("approve", waiting_call["id"], "--hash", waiting_call["hash"])
+            # Approved as a destructive call; the tool is another now: that approval runs
+            # nothing, and the same call asks again, under the class in force.
+            again = await session.call_tool("read_note", {})
+            assert "It is pending as approval" in text(again), text(again)
+            [asked_again] = live.rig.pending()
+            assert asked_again["id"] != waiting_call["id"]
+            assert asked_again["class"] == "local_mutation"
+
+    anyio.run(main)
+    assert not calls.exists() or "read_note" not in calls.read_text()
+    with live.rig.store().snapshot() as conn:  # the approved one is bound to the old spec
+        runs = conn.execute("SELECT status FROM runs WHERE tool = 'read_note'").fetchall()
+    assert runs == [("WAITING_FOR_APPROVAL",), ("WAITING_FOR_APPROVAL",)]
