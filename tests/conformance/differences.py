@@ -85,9 +85,12 @@ DIFFERENCES: list[Difference] = [
         "D-CAPABILITIES",
         "initialize/capabilities",
         "resources, prompts and completions are not proxied yet, nor tasks (issue 23);"
-        " tools.listChanged is false until live updates (issue 23); logging is declared when"
-        " a server declares it",
+        " tools.listChanged is true whatever the server declares (Signoff's own tool set"
+        " changes when the operator reviews tools); logging is declared when a server"
+        " declares it",
         tools_and_logging_only,
+        # The filesystem server declares tools with listChanged and nothing else: the same.
+        servers=("everything", "memory", "time", "git"),
     ),
     # The listing.
     Difference(
@@ -134,7 +137,9 @@ DIFFERENCES: list[Difference] = [
     Difference(
         "D-NO-LIST-CHANGED",
         "notifications/other",
-        "not yet built: issue 23 (live updates): list_changed notifications are not forwarded",
+        "by design: a server's tools/list_changed is not passed on as it came: Signoff lists"
+        " the server again and tells the host only when the tools it offers changed (a new or"
+        " changed tool waits for the operator's review first; decision 0054)",
         no_list_changed,
         servers=("everything",),
     ),
