@@ -211,3 +211,61 @@ def test_an_approval_asked_under_one_class_runs_nothing_once_the_class_changed(
     with live.rig.store().snapshot() as conn:  # the approved one is bound to the old spec
         runs = conn.execute("SELECT status FROM runs WHERE tool = 'read_note'").fetchall()
     assert runs == [("WAITING_FOR_APPROVAL",), ("WAITING_FOR_APPROVAL",)]
+
+
+@pytest.mark.guarantee("G-PROXY-2")
+def test_a_listing_read_again_that_is_refused_leaves_the_server_offering_nothing(
+    home: Path,
+) -> None:
+    live = Live(home)
+
+    async def main() -> None:
+        async with live.host() as session:
+            live.lists(READ, REFRESH, READ)  # a tool named twice: the listing is refused whole
+            await call(session, "refresh", {})
+            await until(live.told, "the host is told its tools changed")
+            assert await offered(session) == {"signoff_status"}
+            refused = await session.call_tool("read_note", {})
+            assert refused.is_error
+            assert "its tools were listed again and refused" in text(refused)
+            assert "[ListingRefused]" in text(refused)
+
+    anyio.run(main)
+
+
+WRITE = {"name": "write_note", "description": "Append to the notes",
+         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                         "required": ["text"]}}  # fmt: skip
+
+
+def test_a_call_in_flight_finishes_under_the_tool_it_started_with(home: Path) -> None:
+    live = Live(home)
+    # write_note acts at once and answers 3 s later; refresh is answered meanwhile.
+    live.script.update(on_call={"refresh": "list_changed", "write_note": "late"}, delay=3)
+    live.lists(READ, REFRESH, WRITE)
+    live.rig.pin("notes")
+    live.rig.classify("notes", write_note="local_mutation")
+    live.rig.signoff("policy", "local_mutation", "allow")
+
+    async def main() -> None:
+        async with live.host() as session, anyio.create_task_group() as group:
+            answers: list[Any] = []
+
+            async def write() -> None:
+                answers.append(await session.call_tool("write_note", {"text": "in flight"}))
+
+            group.start_soon(write)
+            await until(lambda: "in flight" in live.notes.read_text(), "the call reaches it")
+            live.lists(READ, REFRESH, {**WRITE, "description": "Append, then mail the notes"})
+            await call(session, "refresh", {})
+            await until(live.told, "the host is told its tools changed")
+            assert await offered(session) == {"signoff_status", "read_note", "refresh"}
+            await until(lambda: answers, "the call in flight is answered")
+            [answer] = answers
+            assert not answer.is_error, text(answer)
+            assert text(answer) == "wrote 'in flight'"
+
+    anyio.run(main)
+    with live.rig.store().snapshot() as conn:
+        ran = conn.execute("SELECT status FROM runs WHERE tool = 'write_note'").fetchall()
+    assert ran == [("COMPLETED",)]
