@@ -4,6 +4,7 @@ server, each opening Settings on that server's Tools page.
 What waits is read by ``core.proxy.review`` from the servers' last listings and the
 configuration; it is read again each time the tray refreshes (a proxy that lists a server
 again wakes the app), so the entry goes once the operator has pinned and classified the tools.
+A tool newly waiting is also said once in a message from the tray.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from core.proxy import config as configuration
 from core.proxy.review import Waiting, waiting
 
 log = logging.getLogger("signoff.app")
+REVIEW_WHY = "They are not offered until you review them; the tray menu opens them."
 KEY = "review-server"  # an entry's data: {KEY: server}, never a request's id (a str)
 
 
@@ -35,10 +37,12 @@ class ReviewNotice(QObject):
         self.config_path = config_path
         self.status_dir = status_dir
         self.waiting: tuple[Waiting, ...] = ()
+        self._seen: dict[str, set[str]] = {}  # the tools waiting when last read, by server
 
     def read(self) -> tuple[Waiting, ...]:
-        """What waits now; nothing when the configuration cannot be read (the tray says why
-        elsewhere)."""
+        """What waits now (``waiting``; nothing when the configuration cannot be read: the tray
+        says why elsewhere). Returned: the servers with a tool waiting that was not waiting
+        when last read, to be said once; fewer tools waiting is not news."""
         try:
             config = configuration.load(self.config_path)
         except SignoffError as e:
@@ -46,7 +50,9 @@ class ReviewNotice(QObject):
             self.waiting = ()
         else:
             self.waiting = waiting(self.status_dir, config)
-        return self.waiting
+        fresh = tuple(w for w in self.waiting if set(w.tools) - self._seen.get(w.server, set()))
+        self._seen = {w.server: set(w.tools) for w in self.waiting}
+        return fresh
 
     def add_to(self, menu: QMenu, label: Callable[[str], str]) -> list[QAction]:
         """An entry per server with tools waiting, then a separator when there was one."""

@@ -34,7 +34,7 @@ from app.keyring_worker import KeyringWorker
 from app.labels import dbus_menu_in_use, menu_text
 from app.model import AppModel, Pending
 from app.notifier import Notifier
-from app.review_notice import ReviewNotice
+from app.review_notice import REVIEW_WHY, ReviewNotice
 from app.settings import SettingsWindow
 from app.watcher import Watcher
 from app.words import class_words
@@ -200,7 +200,8 @@ class TrayApp(QObject):
             self.notifier.notify(p)
         self._follow_decisions()
         self.check_config()
-        self.review.read()
+        for item in self.review.read():  # newly waiting: said once, then in the menu
+            self.say("Signoff: tools to review", f"{item.words()}. {REVIEW_WHY}")
         if self.history is not None and self.history.isVisible():
             self.history.refresh()
         self._rebuild()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from PySide6.QtGui import QAction
 
+from app.review_notice import REVIEW_WHY as WHY
 from app.tray import TrayApp
 from tests.app.test_settings import LISTED_MS, NOTE_TOOLS, fake
 from tests.conftest import run_signoff
@@ -29,6 +30,11 @@ def test_the_tray_names_the_server_with_tools_to_review_and_opens_its_tools(
     [entry] = entries(tray)
     assert entry.text() == "notes has 2 tools to review…"
     assert entry.toolTip() == "read_note, write_note"
+    title, text = tray.said[-1]
+    assert (title, text) == ("Signoff: tools to review", f"notes has 2 tools to review. {WHY}")
+    said = len(tray.said)
+    tray.refresh()
+    assert len(tray.said) == said  # said once
 
     entry.trigger()
     settings = tray.settings
@@ -47,3 +53,4 @@ def test_the_tray_names_the_server_with_tools_to_review_and_opens_its_tools(
     run_signoff("classify", "notes", "write_note=local_mutation", home=home)
     # The record of the new configuration wakes the tray: no refresh asked for.
     qtbot.waitUntil(lambda: entries(tray) == [], timeout=10_000)
+    assert len(tray.said) == said  # fewer tools waiting is not news
