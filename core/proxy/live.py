@@ -86,20 +86,23 @@ class Live:
         upstream = self.servers.upstreams.get(server)
         if upstream is None or not upstream.alive:
             return  # a server started again is listed as it starts (core/proxy/servers.py)
+        listing, why = NOTHING, ""
         try:
             listing = read_listing(await upstream.list_tools(RELIST_WAIT))
         except SignoffError as e:  # rule 2
             why = f"its tools were listed again and refused: {e} [{type(e).__name__}]"
+        if self.servers.upstreams.get(server) is not upstream:
+            return  # started again meanwhile, and listed then
+        self.servers.listings[server] = listing
+        if why:
             log.error("server %s offers nothing: %s", server, why)
             self.servers.problems[server] = why
-            self.servers.listings[server] = NOTHING
             status.record(self.status_dir, server, None, why)
         else:
             self.servers.problems.pop(server, None)
-            self.servers.listings[server] = listing
             status.record(self.status_dir, server, listing, handshake=upstream.initialize_result)
-            for what, why in listing.dropped:
-                log.warning("server %s: dropped %s: %s", server, what, why)
+            for what, dropped in listing.dropped:
+                log.warning("server %s: dropped %s: %s", server, what, dropped)
             log.info("server %s listed its tools again: %d", server, len(listing.tools))
         self._retool()
         wake.wake("tools")  # rule 3
