@@ -347,7 +347,9 @@ class TrayApp(QObject):
 
     def open_tools(self, server: str) -> None:
         """Settings on ``server``'s tools: the tray's entry for tools to review."""
-        self.open_settings().servers.show_tools.emit(server)
+        settings = self.open_settings()
+        settings.state.listings.pop(server, None)  # listed afresh: the tools waiting are shown
+        settings.servers.show_tools.emit(server)
 
     def recheck_history(self) -> None:
         """The history's re-check of every run against the rules as they are now."""

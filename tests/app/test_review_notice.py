@@ -6,6 +6,7 @@ with the real commands."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from PySide6.QtGui import QAction
@@ -54,3 +55,30 @@ def test_the_tray_names_the_server_with_tools_to_review_and_opens_its_tools(
     # The record of the new configuration wakes the tray: no refresh asked for.
     qtbot.waitUntil(lambda: entries(tray) == [], timeout=10_000)
     assert len(tray.said) == said  # fewer tools waiting is not news
+
+
+def test_settings_already_open_lists_the_server_afresh_to_show_the_tools_waiting(
+    home: Path, tray: TrayApp, qtbot
+) -> None:
+    script = fake(home, "notes", NOTE_TOOLS[:1])
+    run_signoff("pin", "notes", "--accept", home=home)
+    run_signoff("classify", "notes", "read_note=read_only", home=home)
+    settings = tray.open_settings()
+    settings.tools.select_server("notes")  # listed now: read_note alone
+    qtbot.waitUntil(lambda: "notes" in settings.state.listings, timeout=LISTED_MS)
+
+    added = json.loads(script.read_text())
+    added["listing"] = json.dumps(NOTE_TOOLS)  # the server adds write_note
+    script.write_text(json.dumps(added))
+    run_signoff("servers", "test", "notes", home=home)
+    tray.refresh()
+    [entry] = entries(tray)
+    assert entry.text() == "notes has 1 tool to review…"
+    entry.trigger()
+
+    def listed_afresh() -> bool:
+        listing = settings.state.listings.get("notes")
+        return listing is not None and len(listing.tools) == 2
+
+    qtbot.waitUntil(listed_afresh, timeout=LISTED_MS)
+    assert settings.tabs.currentWidget() is settings.tools
