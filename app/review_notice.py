@@ -38,6 +38,7 @@ class ReviewNotice(QObject):
         self.status_dir = status_dir
         self.waiting: tuple[Waiting, ...] = ()
         self._seen: dict[str, set[str]] = {}  # the tools waiting when last read, by server
+        self._problem = ""  # why the configuration could not be read, last time
 
     def read(self) -> tuple[Waiting, ...]:
         """What waits now (``waiting``; nothing when the configuration cannot be read: the tray
@@ -46,7 +47,9 @@ class ReviewNotice(QObject):
         try:
             config = configuration.load(self.config_path)
         except SignoffError as e:
-            log.warning("tools to review: the configuration cannot be read: %s", e)
+            if str(e) != self._problem:  # once, not at every refresh
+                log.warning("tools to review: the configuration cannot be read: %s", e)
+            self._problem = str(e)
             self.waiting = ()
         else:
             self.waiting = waiting(self.status_dir, config)
