@@ -122,6 +122,7 @@ class Proxy:
             on_message=self._from_server,
             # A result is read whole well past its limit, to be cut rather than dropped.
             ceiling=lambda server: max(CEILING, 4 * self._timeouts.result_limit(server)),
+            withdrew=lambda: self.on_tools_changed and self.on_tools_changed(),
         )
         self.on_server_message: OnMessage | None = None  # the host session's, once it serves
         self.on_tools_changed: Callable[[], None] | None = None  # rule 5, the host session's
