@@ -38,6 +38,7 @@ from app.settings import SettingsWindow
 from app.watcher import Watcher
 from app.words import class_words
 from core import grants, operator_key, paths
+from core.anchor import Anchor
 from core.approvals import approve, reject
 from core.demo import first_start
 from core.errors import SignoffError
@@ -168,7 +169,12 @@ class TrayApp(QObject):
         self._sweeper.start()
 
     def stop(self) -> None:
-        self._app_session(grants.end_app_session)  # "until Signoff quits": now
+        if self._app_session(grants.end_app_session):  # "until Signoff quits": now
+            # The witness stops with the app: the end is kept in the keyring here, so that a
+            # database cut back to before it is seen (core/grants.py rule 6).
+            problem = grants.keep_end(self.store, Anchor(self.witness.heads))
+            if problem:
+                log.error("the grants' end is recorded but not kept in the keyring: %s", problem)
         self._sweeper.stop()
         self.demo.stop()
         self.watcher.close()
@@ -178,13 +184,15 @@ class TrayApp(QObject):
         self.witness.close()
         self.tray.hide()
 
-    def _app_session(self, end: Callable[[Store, str], int]) -> None:
-        """End the "until Signoff quits" grants ``end`` names; a store that cannot be written
-        now never keeps the app from starting or quitting (their cap ends them: core/grants)."""
+    def _app_session(self, end: Callable[[Store, str], int]) -> int:
+        """End the "until Signoff quits" grants ``end`` names, and say how many; a store that
+        cannot be written now never keeps the app from starting or quitting (their cap ends
+        them: core/grants)."""
         try:
-            end(self.store, self.session)
+            return end(self.store, self.session)
         except SignoffError as e:
             log.error("the grants of this app's session could not be ended: %s", e)
+            return 0
 
     # --- reacting to the store ---------------------------------------------------------
 

@@ -193,6 +193,11 @@ class RuleConditionInvalid(RuleRefused):
     shorthand, such as a folder that is not absolute, cannot be made into one)."""
 
 
+class RuleIdMismatch(RuleRefused):
+    """A rule's id is not the one its server, tool, effect, condition and expiry make: it was
+    changed by hand, and "allowed by rule R" would name something else (core/rules.py rule 8)."""
+
+
 class RuleExpiryInvalid(RuleRefused):
     """A rule's expiry cannot be read as a duration or a time, or is not in the future."""
 

@@ -382,6 +382,10 @@ class Proxy:
         run_id = f"call-{secrets.token_hex(8)}"
         text, parsed = arguments
         grant = None if parsed is None else await self._grant(exposed, parsed.value)
+        if grant is not None and completed is not None and completed[1] and not may_have_run:
+            # A grant never covers a call whose identical predecessor's outcome is unknown, at
+            # any age (core/grants.py rule 7): past the window too, it waits as a duplicate.
+            duplicate_of, may_have_run = completed
         decision = Decision(
             kind="tool_call", tool=exposed.gate_name, arguments=text, origin="model", parsed=parsed
         )
@@ -542,7 +546,8 @@ class Proxy:
         """The operator's standing grant for exactly this call, checked in the chain."""
         call = call_hash(spec_hash=self._spec_hash(exposed), tool=exposed.gate_name,
                          arguments=arguments)  # fmt: skip
-        grant, refused = await live(self.store, self._require_gate().config.operator, call)
+        config = self._require_gate().config
+        grant, refused = await live(self.store, config.operator, call, anchor=config.anchor)
         for why in refused:
             log.error("a grant claimed for this call is not honoured: %s", why)
         return grant
