@@ -22,7 +22,7 @@ from core.decisions import Decision
 from core.errors import ScopeRefused
 from core.gate import Gate, VerdictOutcome
 from core.grants import Grant
-from core.heads import MemoryHeadStore
+from core.heads import KeyringHeadStore, MemoryHeadStore
 from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
 from core.proxy.rules import ProxyRules
 from core.recheck import recheck
@@ -241,8 +241,10 @@ def test_a_run_under_a_grant_names_it_and_a_recheck_counts_it_as_the_operators(
 def test_signoff_grants_revoke_ends_a_grant(gate_store: Store, home: Path) -> None:
     g = gate(gate_store, Calls())
     grant = granted(gate_store, g)
-    run_signoff("grants", "revoke", grant.id, home=home, ok=True)
+    ended = run_signoff("grants", "revoke", grant.id, home=home, ok=True)
     assert live(gate_store, g) is None
+    # The end is kept in the keyring (rule 6): cutting it off the chain would be seen.
+    assert KeyringHeadStore().load(gate_store.path) == gate_store.head(), ended.stderr
     assert grant.id not in run_signoff("grants", "list", home=home, ok=True).stdout
     again = run_signoff("grants", "revoke", grant.id, home=home)
     assert again.returncode == 2 and "UnknownGrant" in again.stderr
