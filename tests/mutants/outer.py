@@ -133,6 +133,16 @@ OUTER: tuple[Mutation, ...] = (
         "test_an_allow_rule_on_a_destructive_tool_needs_the_confirmation_to_decide",
     ),
     Mutation(
+        "a reject rule reads only the arguments as sent",
+        "G-RULES-1",
+        "core/rules.py",
+        "        if rule.matches(arguments) or rule.matches(loose):  # rule 4\n",
+        "        if rule.matches(arguments):  # rule 4\n",
+        "always reject in ~/.ssh is stepped around with ~/.ssh/./id or //home/me/.ssh/id",
+        "tests/core/test_rules.py::"
+        "test_a_reject_folder_rule_is_not_escaped_by_another_spelling_of_the_same_path",
+    ),
+    Mutation(
         "a server inherits the whole environment",
         "G-PROXY-3",
         "core/proxy/upstream.py",
