@@ -41,6 +41,7 @@ from core.errors import (
 from core.proxy import status
 from core.proxy.cancel import current, host_gave_up
 from core.proxy.config import ServerConfig
+from core.proxy.http_upstream import upstream_for  # stdio or Streamable HTTP, by the configuration
 from core.proxy.offered import Offered
 from core.proxy.pins import Listing, read_listing
 from core.proxy.upstream import Answer, Greeting, OnMessage, Upstream
@@ -86,8 +87,8 @@ class Servers:
 
     def _upstream(self, server: ServerConfig) -> Upstream:
         kwargs = {} if self._ceiling is None else {"ceiling": self._ceiling(server.name)}
-        return Upstream(server, self.log_dir / f"{server.name}.log",
-                        on_message=self._on_message, **kwargs)  # fmt: skip
+        return upstream_for(server, self.log_dir / f"{server.name}.log",
+                            on_message=self._on_message, **kwargs)  # fmt: skip
 
     async def spawn(self, names: list[str]) -> None:
         """Start the servers' processes, to be greeted by ``start`` (rule 5); one that cannot
