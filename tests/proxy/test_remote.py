@@ -24,6 +24,7 @@ from core.proxy.pins import read_listing
 from core.proxy.remote_commands import add_remote
 from core.proxy.upstream import LongLine
 from core.verify import verify
+from tests.conftest import SIGNOFF, _secret_service_problem, need
 from tests.host import text
 from tests.proxy.rig import Rig
 from tests.waiting import wait_for
@@ -208,6 +209,30 @@ def test_a_missing_variable_is_named_and_the_server_not_contacted(rig: Rig, remo
     add(rig, remote.start())
     rig.env.pop("NOTES_TOKEN", None)
     assert "NOTES_TOKEN" in _refused(rig, "RemoteSecretMissing")
+
+
+def test_a_secret_kept_in_the_keyring_is_read_at_start_and_written_nowhere(
+    rig: Rig, remote: Remote
+) -> None:
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
+    kept = subprocess.run(
+        [str(SIGNOFF), "secret", "set", "notes-token"],  # the secret on stdin, as a pipe gives it
+        input=TOKEN + "\n", env=rig.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert kept.returncode == 0 and TOKEN not in kept.stdout + kept.stderr, kept.stderr
+    url = remote.start()
+    header = "Authorization: Bearer ${keyring:notes-token}"
+    rig.signoff("servers", "add", "notes", "--url", url, "--header", header)
+    rig.pin("notes")  # the server took the keyring's token
+    tools = tomllib.loads((rig.home / "config.toml").read_text())["servers"]["notes"]["tools"]
+    assert all("pin" in tools[name] for name in ("read_note", "write_note"))
+    header = "Authorization: Bearer ${keyring:never-kept}"
+    rig.signoff("servers", "add", "notes", "--replace", "--url", url, "--header", header)
+    assert "never-kept" in _refused(rig, "RemoteSecretMissing")
+    for path in rig.home.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
 
 
 def test_a_server_not_listening_and_an_address_that_is_no_mcp_server_are_named(
