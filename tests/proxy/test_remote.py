@@ -102,6 +102,7 @@ def sent_listing(url: str) -> bytes:
     return data
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 @pytest.mark.parametrize("bodies", ["events", "json"])
 def test_a_remote_server_is_pinned_over_its_bytes_gated_approved_and_recorded(
     rig: Rig, remote: Remote, bodies: str
@@ -190,6 +191,7 @@ def _refused(rig: Rig, name: str) -> str:
     return done.stderr
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 def test_a_bad_token_is_named_and_never_shown(rig: Rig, remote: Remote) -> None:
     add(rig, remote.start())
     rig.env["NOTES_TOKEN"] = "not-the-" + TOKEN
@@ -205,12 +207,14 @@ def test_a_bad_token_is_named_and_never_shown(rig: Rig, remote: Remote) -> None:
     assert "[UpstreamTokenRefused]" in row["last_connection"]["error"]
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 def test_a_missing_variable_is_named_and_the_server_not_contacted(rig: Rig, remote: Remote) -> None:
     add(rig, remote.start())
     rig.env.pop("NOTES_TOKEN", None)
     assert "NOTES_TOKEN" in _refused(rig, "RemoteSecretMissing")
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 def test_a_secret_kept_in_the_keyring_is_read_at_start_and_written_nowhere(
     rig: Rig, remote: Remote
 ) -> None:
@@ -247,6 +251,7 @@ def test_a_server_not_listening_and_an_address_that_is_no_mcp_server_are_named(
     _refused(rig, "UpstreamUnreachable")
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 @pytest.mark.parametrize(
     ("url", "header"),
     [
@@ -260,6 +265,18 @@ def test_a_server_not_listening_and_an_address_that_is_no_mcp_server_are_named(
         ("https://example.com/mcp", "Authorization: Bearer ${1BAD}"),
         ("https://example.com/mcp", "Authorization: Bearer ${keyring:no/slash}"),
         ("https://example.com/mcp", "Authorization: Bearer ${UNCLOSED"),
+    ],
+    ids=[
+        "http-beyond-loopback",
+        "password-in-url",
+        "ftp",
+        "literal-bearer",
+        "literal-api-key",
+        "own-header",
+        "bad-name",
+        "bad-variable",
+        "bad-secret-name",
+        "unclosed",
     ],
 )
 def test_a_bad_url_or_header_is_refused_by_name_and_the_file_kept(
