@@ -178,6 +178,13 @@ class HttpUpstream(Upstream):
             self._failed(request_id, method, UpstreamNotMCP(
                 f"server {name}: the answer to {method} was cut off: {_reason(e)}"
             ))  # fmt: skip
+        except Exception as e:  # a request never hangs on a fault of ours: it fails, named
+            if request_id is None:
+                raise
+            self.note(f"an answer could not be read here: {e!r}"[:300].encode())
+            self._failed(request_id, method, UpstreamNotMCP(
+                f"server {name}: Signoff could not read the answer to {method}: {_reason(e)}"
+            ))  # fmt: skip
         finally:
             await response.aclose()
         if request_id is not None:
@@ -225,6 +232,11 @@ class HttpUpstream(Upstream):
         if method == "initialize" and status < 300:
             self._session_id = response.headers.get("mcp-session-id") or None
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if status == 202 and request_id is not None:
+            self._failed(request_id, method, UpstreamNotMCP(
+                f"server {name} answered {method} with 202 Accepted: no answer will come"
+            ))  # fmt: skip
+            return
         if request_id is None:
             if status >= 300:
                 raise UpstreamNotMCP(f"server {name} refused {method} (HTTP {status})")
