@@ -2,8 +2,9 @@
 
 Rules:
 
-1. Each configured server is started with our own client (core/proxy/upstream.py), its tools
-   pinned over the raw bytes they were listed with (core/proxy/pins.py).
+1. Each configured server is started with our own client (core/proxy/upstream.py; over HTTP
+   for a ``url``, core/proxy/http_upstream.py), its tools pinned over the raw bytes they were
+   listed with (core/proxy/pins.py).
 2. An upstream call that times out, is cancelled or is cut off has an unknown outcome: a
    mutating tool's run waits for the operator (interrupted side effect), never re-run. A
    request that could not even be written to a server that died between calls was never made:

@@ -17,9 +17,10 @@ import anyio
 import httpx2
 import pytest
 
-from core.errors import RemoteConfigRefused
+from core.errors import ConfigError, RemoteConfigRefused
 from core.proxy.config import load
 from core.proxy.http_upstream import EventReader
+from core.proxy.manage import edit_server
 from core.proxy.pins import read_listing
 from core.proxy.remote_commands import add_remote
 from core.proxy.upstream import LongLine
@@ -301,6 +302,11 @@ def test_a_server_has_a_command_or_a_url_and_auth_is_reserved_for_oauth(tmp_path
     path.write_text("")
     config = add_remote(path, "a", "https://localhost/mcp", {"X-Team": "blue"})
     assert config.servers["a"].url == "https://localhost/mcp" and not config.servers["a"].command
+    renamed = edit_server(path, "a", command="", args=(), env=(), new_name="b")  # servers rename
+    assert renamed.servers["b"].url == "https://localhost/mcp"
+    assert renamed.servers["b"].headers == {"X-Team": "blue"}
+    with pytest.raises(ConfigError):
+        edit_server(path, "b", command="", args=(), env=(), new_name="bad name")
 
 
 def test_event_streams_are_read_as_the_bytes_sent_whatever_the_line_ends() -> None:
