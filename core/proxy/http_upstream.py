@@ -91,7 +91,8 @@ class HttpUpstream(Upstream):
     async def spawn(self) -> None:
         """Read the headers' secrets (``RemoteSecretMissing`` names one not there) and make the
         client; nothing is sent before the handshake."""
-        self._headers = remote.resolve(self.server)
+        # A keyring may take its time (a locked one): the proxy's other work goes on meanwhile.
+        self._headers = await asyncio.to_thread(remote.resolve, self.server)
         self._log = private_files.open_log_bytes(self.log_path)
         timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)  # a call waits as long as it may
         self._client = httpx2.AsyncClient(timeout=timeout, follow_redirects=False)
