@@ -186,6 +186,30 @@ def test_a_session_the_server_forgot_is_opened_again_and_the_call_made_once(
     assert remote.notes.read_text() == "first\na\nb\n"
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
+def test_a_token_refused_during_a_session_is_named_to_the_host_and_nothing_runs(
+    rig: Rig, remote: Remote
+) -> None:
+    rig.env["NOTES_TOKEN"] = TOKEN
+    url = remote.start()
+    add(rig, url)
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only", write_note="local_mutation")
+    rig.signoff("policy", "local_mutation", "allow")
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            assert not (await host.call_tool("write_note", {"text": "a"})).is_error
+            port = int(url.split(":")[2].split("/")[0])
+            remote.start(port=port, REMOTE_TOKEN="rotated-" + TOKEN)  # the old token revoked
+            refused = await host.call_tool("write_note", {"text": "b"})
+            assert refused.is_error and "refused the credentials" in text(refused)
+            assert TOKEN not in text(refused)
+
+    anyio.run(scenario)
+    assert remote.notes.read_text() == "first\na\n"
+
+
 def _refused(rig: Rig, name: str) -> str:
     done = rig.signoff("pin", "notes", check=False)
     assert done.returncode != 0 and f"[{name}]" in done.stderr, done.stderr
