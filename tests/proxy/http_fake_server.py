@@ -10,8 +10,10 @@ SCRIPT holds:
   "on_call" (read at each request): {tool: "ok" | "cut" | "html" | "accepted"}: answer; perform
   the call, then end the
   event stream with no answer; answer 200 with a web page; answer 202 Accepted.
+  "own_stream": a message sent as the one event of the server's own stream (GET), which then
+  ends; without it GET is answered 405.
 initialize is answered with a JSON body and a session id; notifications and answers with 202;
-GET with 405; DELETE with 200.
+DELETE with 200.
 """
 
 from __future__ import annotations
@@ -48,13 +50,17 @@ def main() -> None:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": data})
 
+        script = json.loads(script_path.read_text())  # read at each request: changed by tests
+        notes = Path(script["notes"])
+        if scope["method"] == "GET" and "own_stream" in script:
+            data = json.dumps(script["own_stream"]).encode()
+            await answer(200, b"text/event-stream", b"data: " + data + b"\n\n")
+            return
         if scope["method"] != "POST":
             await answer(200 if scope["method"] == "DELETE" else 405, b"", b"")
             return
         message = json.loads(body)
         method = message.get("method")
-        script = json.loads(script_path.read_text())  # read at each request: changed by tests
-        notes = Path(script["notes"])
         if "id" not in message or method is None:
             await answer(202, b"", b"")
             return

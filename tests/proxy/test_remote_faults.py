@@ -18,7 +18,7 @@ import pytest
 from core.proxy.pins import read_listing
 from tests.host import text
 from tests.proxy.rig import NOTES_TOOLS, Rig
-from tests.waiting import wait_for
+from tests.waiting import until, wait_for
 
 SERVER = Path(__file__).with_name("http_fake_server.py")
 # Pretty-printed: the SSE event carries it as several data lines, rejoined with newlines.
@@ -103,5 +103,27 @@ def test_an_answer_that_is_not_mcp_is_named_to_the_host(
         async with rig.client("notes") as host:
             answer = await host.call_tool("read_note", {})
             assert answer.is_error and said in text(answer), text(answer)
+
+    anyio.run(scenario)
+
+
+def test_a_message_on_the_servers_own_stream_reaches_the_proxy(
+    rig: Rig, served: tuple[Path, str]
+) -> None:
+    """The GET stream opened after the handshake: a log message the server sends outside any
+    request is read (the proxy writes it to the server's log and passes it on)."""
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only", write_note="local_mutation")
+    given = json.loads(served[0].read_text())
+    words = "said on the server's own stream"
+    message = {"jsonrpc": "2.0", "method": "notifications/message",
+               "params": {"level": "info", "data": words}}  # fmt: skip
+    served[0].write_text(json.dumps({**given, "own_stream": message}))
+    log = rig.home / "logs" / "notes.log"
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            await host.list_tools()
+            await until(lambda: log.exists() and words in log.read_text(), "the message logged")
 
     anyio.run(scenario)
