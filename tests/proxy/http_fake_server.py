@@ -7,9 +7,10 @@ SCRIPT holds:
   "listing": the exact bytes (as text) of the tools/list answer's JSON-RPC message, sent as one
   SSE event whose data lines are its lines (so a pretty-printed message spans several);
   "notes": a file write_note appends its text to (its side effect, visible outside);
-  "on_call" (read at each request): {tool: "ok" | "cut" | "html" | "accepted"}: answer; perform
-  the call, then end the
-  event stream with no answer; answer 200 with a web page; answer 202 Accepted.
+  "on_call" (read at each request): {tool: "ok" | "cut" | "html" | "accepted" | "oversize" |
+  "oversize_events"}: answer; perform the call, then end the
+  event stream with no answer; answer 200 with a web page; answer 202 Accepted; answer with
+  17 MiB, as a JSON body or as one event.
   "own_stream": a message sent as the one event of the server's own stream (GET), which then
   ends; without it GET is answered 405.
 initialize is answered with a JSON body and a session id; notifications and answers with 202;
@@ -90,6 +91,14 @@ def main() -> None:
             return
         if behaviour == "accepted":
             await answer(202, b"", b"")
+            return
+        if behaviour.startswith("oversize"):  # 17 MiB of text, over the 16 MiB Signoff reads
+            result = {"content": [{"type": "text", "text": "x" * (17 << 20)}]}
+            reply = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+            if behaviour == "oversize_events":
+                await answer(200, events, b"data: " + reply + b"\n\n")
+            else:
+                await answer(200, b"application/json", reply)
             return
         text = notes.read_text() if name == "read_note" else f"wrote {name}"
         result = {"content": [{"type": "text", "text": text}]}

@@ -127,3 +127,26 @@ def test_a_message_on_the_servers_own_stream_reaches_the_proxy(
             await until(lambda: log.exists() and words in log.read_text(), "the message logged")
 
     anyio.run(scenario)
+
+
+@pytest.mark.parametrize("behaviour", ["oversize", "oversize_events"])
+def test_an_answer_too_large_to_read_is_a_call_that_ran(
+    rig: Rig, served: tuple[Path, str], notes: Path, behaviour: str
+) -> None:
+    """Over 16 MiB, as a JSON body or as one event: the server answered, so the write ran; the
+    host is told why its answer is not whole, and it is not sent again."""
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only", write_note="local_mutation")
+    rig.signoff("policy", "local_mutation", "allow")
+    on_call(served[0], write_note=behaviour)
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            told = text(await host.call_tool("write_note", {"text": "big"}))
+            assert "UpstreamAnswerTooLarge" in told, told[:500]
+
+    anyio.run(scenario)
+    assert notes.read_text() == "first\nbig\n"
+    with rig.store() as store:
+        [(status,)] = store._conn.execute("SELECT status FROM runs").fetchall()
+    assert status == "COMPLETED"
