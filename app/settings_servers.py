@@ -264,7 +264,8 @@ class ServersPage(QWidget):
                 tools, needs, seen = f"{len(server.tools)} configured", "a test", "never"
             if error:
                 seen = f"failed: {error}"
-            cells = (server.name, shlex.join([server.command, *server.args]), tools, needs, seen)
+            started = shlex.join([server.command, *server.args]) if server.command else server.url
+            cells = (server.name, started, tools, needs, seen)
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)

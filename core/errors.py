@@ -378,6 +378,40 @@ class ListingRefused(UpstreamError):
     """The server's tool listing is refused whole: a name twice, or past the bounds."""
 
 
+# --- Remote servers over Streamable HTTP (core/proxy/remote.py, core/proxy/http_upstream.py) --
+
+
+class RemoteConfigRefused(ConfigError):
+    """A remote server's URL or header is refused (plain http beyond this computer, a header
+    Signoff sets itself, a secret written into the file): config.toml is left as it was."""
+
+
+class RemoteSecretMissing(UpstreamStartFailed):
+    """A header names an environment variable or a keyring secret that is not there (or holds
+    what no header may carry): the server is not contacted. The message names it, never a
+    value."""
+
+
+class UpstreamTokenRefused(UpstreamError):
+    """The remote server answered HTTP 401 or 403: the credentials its headers carry were
+    refused, and the request was not run. The token itself is never shown."""
+
+
+class UpstreamUnreachable(UpstreamNotDelivered):
+    """The remote server could not be reached (connection refused, no such host, TLS failed):
+    no request was made."""
+
+
+class UpstreamNotMCP(UpstreamGone):
+    """The remote server's HTTP answer is not MCP (a web page, a redirect, a status with no
+    JSON-RPC answer): whether a call it so answered ran is not known."""
+
+
+class UpstreamSessionExpired(UpstreamNotDelivered):
+    """The remote server no longer knows Signoff's session (HTTP 404 with a session id): the
+    request was not run, and the server is greeted anew before the next one."""
+
+
 class ToolFailed(SignoffError):
     """Raised by a tool whose failure carries a JSON ``detail`` worth recording with it (a
     server's JSON-RPC error, kept whole so that a re-call can hand back the same)."""

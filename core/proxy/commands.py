@@ -13,7 +13,7 @@ from typing import Any
 from core import paths
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError
-from core.proxy import approval_commands, rule_commands
+from core.proxy import approval_commands, remote_commands, rule_commands
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.store import Store
@@ -45,6 +45,7 @@ def register(commands: Any) -> None:
     p.add_argument(
         "--replace", action="store_true", help="change an existing server's command (tools kept)"
     )
+    remote_commands.add_options(p)  # --url, --header: a remote server
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
     p.set_defaults(func=servers_add)
     p = servers_commands.add_parser("list", help="list the configured servers and their state")
@@ -188,6 +189,7 @@ def register(commands: Any) -> None:
     p.add_argument("--limit", type=int, default=30)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=approval_commands.runs)
+    remote_commands.register(commands)  # signoff secret set
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -225,6 +227,8 @@ def _command_line(args: argparse.Namespace) -> tuple[list[str], list[str], bool]
 def servers_add(args: argparse.Namespace) -> int:
     from core.proxy import manage
 
+    if remote_commands.wanted(args):
+        return remote_commands.servers_add(args)
     try:
         argv, env, replace = _command_line(args)
         if not argv:
@@ -246,7 +250,8 @@ def servers_list(args: argparse.Namespace) -> int:
     for s in config.servers.values():
         last = status.read(paths.data_dir() / "status", s.name)
         rows.append({
-            "name": s.name, "command": [s.command, *s.args], "env": list(s.env),
+            "name": s.name, "command": [s.command, *s.args] if s.command else [s.url],
+            "env": list(s.env),
             "tools": {t: (c.side_effect.value if c.side_effect else None)
                       for t, c in s.tools.items()},
             "last_connection": None if last is None else {
@@ -341,11 +346,12 @@ def servers_test(args: argparse.Namespace) -> int:
 async def _pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], list[bytes]]:
     """The server's ``initialize`` result and its raw ``tools/list`` answers."""
     from core import private_files
-    from core.proxy.upstream import LISTING, Upstream, no_roots
+    from core.proxy.http_upstream import upstream_for
+    from core.proxy.upstream import LISTING, no_roots
 
     log_dir = paths.data_dir() / "logs"
     private_files.make_dir(log_dir)
-    upstream = Upstream(server, log_dir / f"{server.name}.log", on_message=no_roots)
+    upstream = upstream_for(server, log_dir / f"{server.name}.log", on_message=no_roots)
     await upstream.start(timeout, LISTING)
     try:
         return upstream.initialize_result, await upstream.list_tools(timeout)

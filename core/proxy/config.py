@@ -63,6 +63,7 @@ from core import rules as argument_rules
 from core.canonical import JSONValue
 from core.errors import ConfigError, JSONRefused, RuleRefused, TTLRefused
 from core.policy import ConfigPolicy, Rule
+from core.proxy import remote  # a remote server's URL and headers (and their secrets)
 from core.rules import ArgumentRule
 from core.tools import SideEffect
 
@@ -105,6 +106,8 @@ class ServerConfig:
     call_timeout_seconds: float | None = None  # None: the top-level setting
     result_limit_bytes: int | None = None  # None: the top-level setting
     instructions_pin: str | None = None  # core/proxy/instructions.py; None: never pinned
+    url: str = ""  # a remote server's (core/proxy/remote.py): then ``command`` is ""
+    headers: dict[str, str] = field(default_factory=dict)  # values hold references, never secrets
 
 
 @dataclass(frozen=True)
@@ -316,10 +319,11 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
         raise where.error(key, "a server name is letters, digits, '-' and '_' (at most 32)")
     table = _table(raw, key, where)
     known = {"command", "args", "env", "tools", "call_timeout_seconds", "result_limit_bytes",
-             "instructions_pin"}  # fmt: skip
+             "instructions_pin", "url", "headers", "auth"}  # fmt: skip
     _known(table, known, key, where)
-    command = table.get("command")
-    if not isinstance(command, str) or not command:
+    url, headers = remote.read(table, key, where)
+    command = table.get("command", "" if url else None)
+    if not isinstance(command, str) or not (command or url):
         raise where.error((*key, "command"), "the command to start the server is required")
     args = _strings(table.get("args", []), (*key, "args"), where)
     env = _strings(table.get("env", []), (*key, "env"), where)
@@ -334,7 +338,8 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
     limit = _result_limit(table, key, where)
     instructions_pin = _pin(table, (*key, "instructions_pin"), where)
     return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout,
-                        result_limit_bytes=limit, instructions_pin=instructions_pin)  # fmt: skip
+                        result_limit_bytes=limit, instructions_pin=instructions_pin,
+                        url=url, headers=headers)  # fmt: skip
 
 
 def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:

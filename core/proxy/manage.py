@@ -95,13 +95,17 @@ def edit_server(
     if name not in servers:
         raise ConfigError(f"no server {name}")
     target = new_name or name
-    _check_server(target, command, env)
+    kept_url = not command and "url" in servers[name]  # a remote server renamed: url kept
+    if not kept_url:  # its new name is checked with the whole file, when saved
+        _check_server(target, command, env)
     if target != name:
         if target in servers:
             raise ConfigError(f"a server named {target} is already configured")
         servers[target] = servers[name]
         del servers[name]
     table = editor.table("servers", target)
+    if kept_url:
+        return editor.save()
     table["command"] = command
     table["args"] = list(args)
     table["env"] = list(env)

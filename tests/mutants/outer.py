@@ -152,6 +152,28 @@ OUTER: tuple[Mutation, ...] = (
         "tests/proxy/test_manage.py::test_a_server_gets_only_path_home_tmpdir_and_the_variables_named",
     ),
     Mutation(
+        "a remote server's credential may be written into config.toml",
+        "G-REMOTE-1",
+        "core/proxy/remote.py",
+        "    if credential and not found:\n",
+        "    if False:\n",
+        "a bearer token written out in a header is kept in config.toml and in the recorded"
+        " configuration",
+        "tests/proxy/test_remote.py::"
+        "test_a_bad_url_or_header_is_refused_by_name_and_the_file_kept[literal-bearer]",
+    ),
+    Mutation(
+        "a remote server's headers are logged",
+        "G-REMOTE-1",
+        "core/proxy/http_upstream.py",
+        "        self._log = private_files.open_log_bytes(self.log_path)\n",
+        "        self._log = private_files.open_log_bytes(self.log_path)\n"
+        "        self.note(repr(self._headers).encode())\n",
+        "the token a header carries is written to the server's log",
+        "tests/proxy/test_remote.py::"
+        "test_a_remote_server_is_pinned_over_its_bytes_gated_approved_and_recorded[events]",
+    ),
+    Mutation(
         "the proxy lets an allow rule run a call on signoffs own files",
         "G-FILES-2",
         "core/proxy/rules.py",
