@@ -13,7 +13,7 @@ from typing import Any
 from core import paths
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError
-from core.proxy import approval_commands, rule_commands
+from core.proxy import approval_commands, rule_commands, sampling_command
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.store import Store
@@ -75,6 +75,7 @@ def register(commands: Any) -> None:
     p.add_argument("--timeout", type=float, metavar="SECONDS")  # None: servers.START_TIMEOUT
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
     p.set_defaults(func=servers_test)
+    sampling_command.register(servers_commands)
 
     p = commands.add_parser("pin", help="connect to a server, review its tools, pin them")
     p.add_argument("name", metavar="NAME")
