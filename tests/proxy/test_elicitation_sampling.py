@@ -74,6 +74,7 @@ def verified(rig: Rig) -> None:
     assert done.returncode == 0, (done.stdout, done.stderr)
 
 
+@pytest.mark.guarantee("G-ASK-1")
 def test_an_elicitation_reaches_the_host_named_as_the_servers_and_its_answer_the_server(
     rig: Rig,
 ) -> None:
@@ -110,6 +111,7 @@ def test_a_declined_elicitation_is_handed_back_and_recorded_as_declined(rig: Rig
     assert [e["outcome"] for e in asked(rig, "elicitation.asked")] == ["decline"]
 
 
+@pytest.mark.guarantee("G-ASK-1")
 def test_a_host_without_elicitation_has_the_server_told_it_is_not_supported(rig: Rig) -> None:
     async def scenario() -> str:
         async with host(rig) as session:
@@ -121,6 +123,7 @@ def test_a_host_without_elicitation_has_the_server_told_it_is_not_supported(rig:
     verified(rig)
 
 
+@pytest.mark.guarantee("G-ASK-1")
 def test_sampling_is_refused_by_default_naming_why_and_the_host_never_sees_it(rig: Rig) -> None:
     reached: list[Any] = []
 
@@ -145,6 +148,7 @@ def test_sampling_is_refused_by_default_naming_why_and_the_host_never_sees_it(ri
     verified(rig)
 
 
+@pytest.mark.guarantee("G-ASK-1")
 def test_sampling_is_forwarded_for_a_server_allowed_and_each_request_recorded(rig: Rig) -> None:
     assert rig.signoff("servers", "sampling", "asking").stdout.strip() == "sampling for asking: off"
     rig.signoff("servers", "sampling", "asking", "on")
@@ -172,6 +176,7 @@ def test_sampling_is_forwarded_for_a_server_allowed_and_each_request_recorded(ri
     verified(rig)
 
 
+@pytest.mark.guarantee("G-ASK-1")
 def test_a_server_allowed_to_sample_is_refused_when_the_host_has_no_sampling(rig: Rig) -> None:
     rig.signoff("servers", "sampling", "asking", "on")
 
