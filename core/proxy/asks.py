@@ -13,7 +13,8 @@ Rules:
    its message marked with the server's name (``[NAME] ...``: the host shows every request as
    Signoff's, and a server's question must never read as Signoff's own); the host's answer
    (result or error) is handed back unchanged. To a host that declared no elicitation it is
-   "method not found", as such a client answers.
+   "method not found", as such a client answers. A server's
+   ``notifications/elicitation/complete`` (a URL-mode elicitation done) reaches such a host.
 3. A server's ``sampling/createMessage`` is forwarded, unchanged, only when the server was
    greeted with sampling (rule 1) and the configuration in force still allows it
    (core/proxy/config_record.py); otherwise it is refused with a JSON-RPC error naming why
@@ -50,6 +51,7 @@ log = logging.getLogger("signoff.proxy")
 ELICIT = "elicitation/create"
 SAMPLE = "sampling/createMessage"
 METHODS = (ELICIT, SAMPLE)
+COMPLETE = "notifications/elicitation/complete"  # a URL-mode elicitation done: passed on
 METHOD_NOT_FOUND = -32601
 INVALID_REQUEST = -32600
 INTERNAL_ERROR = -32603

@@ -34,7 +34,8 @@ Rules:
    written to the server's log and passed on (with several servers, its ``logger`` is prefixed
    with the server's name). The host's ``notifications/roots/list_changed`` goes to every server
    greeted with roots, in a task of its own. A server's ``elicitation/create`` and
-   ``sampling/createMessage`` are core/proxy/asks.py's to answer, forward and record.
+   ``sampling/createMessage`` are core/proxy/asks.py's to answer, forward and record; its
+   ``notifications/elicitation/complete`` reaches a host that declared elicitation.
 6. When the host closes its input, or a write to it fails (core/proxy/hoststdio.py), every call
    in flight is given up (its outcome is still recorded), the requests still open get
    ``cancel_grace_seconds`` + 1 to end (``settle``), and the proxy closes.
@@ -287,6 +288,8 @@ class HostSession:
                 logger = params.get("logger")
                 named = upstream.server.name + (f"/{logger}" if isinstance(logger, str) else "")
                 params = {**params, "logger": named}
+            await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
+        elif method == asks.COMPLETE and "elicitation" in self.host_capabilities:
             await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
         elif method == "notifications/tools/list_changed":
             upstream.note(b"tools/list_changed ignored: the tool set is fixed at start")

@@ -1,7 +1,8 @@
 """An MCP server built with the mcp SDK that asks its client: ``ask_name`` elicits a name from
-the user, ``ask_model`` samples the client's model, ``capabilities`` says what the client
-declared. Each says in its result what came back, or the error its client answered with, so a
-test reads both ends in the host's result."""
+the user, ``ask_url`` sends the user to a page (URL mode) and says when it is done,
+``ask_model`` samples the client's model, ``capabilities`` says what the client declared. Each
+says in its result what came back, or the error its client answered with, so a test reads both
+ends in the host's result."""
 
 from __future__ import annotations
 
@@ -29,6 +30,17 @@ async def ask_name(ctx: Context) -> str:
         return f"error {e.code}: {e.message}"
     if answer.action == "accept":
         return f"accept: {answer.data.name}"
+    return answer.action
+
+
+@server.tool(description="Send the user to a page, and say when it is done")
+async def ask_url(ctx: Context) -> str:
+    try:
+        answer = await ctx.elicit_url("Sign in there", "https://example.invalid/sign-in", "e1")
+    except MCPError as e:
+        return f"error {e.code}: {e.message}"
+    if answer.action == "accept":
+        await ctx.session.send_elicit_complete("e1")
     return answer.action
 
 

@@ -35,7 +35,13 @@ def rig(home: Path) -> Rig:
     rig = Rig(home)
     rig.add("asking", sys.executable, [str(ASKING)])
     rig.pin("asking")
-    rig.classify("asking", ask_name="read_only", ask_model="read_only", capabilities="read_only")
+    rig.classify(
+        "asking",
+        ask_name="read_only",
+        ask_model="read_only",
+        capabilities="read_only",
+        ask_url="read_only",
+    )
     return rig
 
 
@@ -109,6 +115,30 @@ def test_a_declined_elicitation_is_handed_back_and_recorded_as_declined(rig: Rig
 
     assert anyio.run(scenario) == "decline"
     assert [e["outcome"] for e in asked(rig, "elicitation.asked")] == ["decline"]
+
+
+def test_a_url_elicitation_reaches_the_host_and_so_does_its_completion(rig: Rig) -> None:
+    seen: list[types.ElicitRequestParams] = []
+    notified: list[Any] = []
+
+    async def answer(_: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+        seen.append(params)
+        return types.ElicitResult(action="accept")
+
+    async def keep(message: Any) -> None:
+        notified.append(message)
+
+    async def scenario() -> str:
+        async with host(rig, elicitation_callback=answer, message_handler=keep) as session:
+            return text(await session.call_tool("ask_url", {}))
+
+    assert anyio.run(scenario) == "accept"
+    assert [(p.mode, p.url) for p in seen] == [("url", "https://example.invalid/sign-in")]  # type: ignore[union-attr]
+    assert any(
+        getattr(n, "method", "") == "notifications/elicitation/complete" for n in notified
+    ), notified
+    [event] = asked(rig, "elicitation.asked")
+    assert (event["mode"], event["outcome"], event["fields"]) == ("url", "accept", [])
 
 
 @pytest.mark.guarantee("G-ASK-1")
