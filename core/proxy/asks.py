@@ -8,7 +8,9 @@ Rules:
 1. The servers are greeted with the host's ``roots`` and ``elicitation`` capabilities as the
    host declared them (``greeting``). ``sampling`` is declared only to a server whose
    configuration says ``sampling = true``, and only when the host declared it
-   (core/proxy/upstream.py ``Greeting.capabilities_for``); off by default.
+   (core/proxy/upstream.py ``Greeting.capabilities_for``); off by default. ``signoff pin``
+   declares elicitation, and sampling to a server allowed it, so that it sees the tools a
+   server lists to such a host (``listing``).
 2. A server's ``elicitation/create`` is asked of the host once the host said it is initialized,
    its message marked with the server's name (``[NAME] ...``: the host shows every request as
    Signoff's, and a server's question must never read as Signoff's own); the host's answer
@@ -43,7 +45,7 @@ from core import canonical
 from core.errors import SamplingRefused, SignoffError
 from core.proxy import config_record
 from core.proxy.config import Config, ServerConfig
-from core.proxy.upstream import Greeting, Upstream
+from core.proxy.upstream import LISTING, Greeting, Upstream
 from core.store import Store, utc_now
 
 log = logging.getLogger("signoff.proxy")
@@ -69,6 +71,16 @@ def greeting(
     allowed = frozenset(name for name, server in servers.items() if server.sampling)
     return Greeting(version, declared, sampling=sampling if isinstance(sampling, dict) else None,
                     sampling_for=allowed)  # fmt: skip
+
+
+def listing(server: ServerConfig) -> Greeting:
+    """What ``signoff pin`` and ``servers test`` declare (core/proxy/upstream.py ``LISTING``),
+    with elicitation, and sampling to a server allowed it: a server lists some tools only to a
+    client that can answer them (server-everything's elicitation and sampling tools), and a
+    tool not seen when pinning is never offered."""
+    capabilities = {**LISTING.capabilities, "elicitation": {"form": {}, "url": {}}}
+    allowed = frozenset({server.name} if server.sampling else ())
+    return Greeting(capabilities=capabilities, sampling={}, sampling_for=allowed)
 
 
 def _error(code: int, message: str) -> dict[str, Any]:

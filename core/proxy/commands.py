@@ -342,12 +342,13 @@ def servers_test(args: argparse.Namespace) -> int:
 async def _pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], list[bytes]]:
     """The server's ``initialize`` result and its raw ``tools/list`` answers."""
     from core import private_files
-    from core.proxy.upstream import LISTING, Upstream, no_roots
+    from core.proxy.asks import listing
+    from core.proxy.upstream import Upstream, no_roots
 
     log_dir = paths.data_dir() / "logs"
     private_files.make_dir(log_dir)
     upstream = Upstream(server, log_dir / f"{server.name}.log", on_message=no_roots)
-    await upstream.start(timeout, LISTING)
+    await upstream.start(timeout, listing(server))
     try:
         return upstream.initialize_result, await upstream.list_tools(timeout)
     finally:

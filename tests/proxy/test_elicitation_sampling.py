@@ -23,6 +23,7 @@ from core.errors import ConfigError
 from core.proxy import config as configuration
 from tests.conftest import SIGNOFF
 from tests.host import text, tree_under_test
+from tests.mcp_servers import everything_server
 from tests.proxy.rig import Rig
 
 ASKING = Path(__file__).with_name("asking_server.py")
@@ -46,11 +47,11 @@ def rig(home: Path) -> Rig:
 
 
 @asynccontextmanager
-async def host(rig: Rig, **callbacks: Any) -> AsyncIterator[ClientSession]:
-    """The SDK's client as the host of ``signoff proxy asking``, with ``callbacks`` (its
+async def host(rig: Rig, name: str = "asking", **callbacks: Any) -> AsyncIterator[ClientSession]:
+    """The SDK's client as the host of ``signoff proxy NAME``, with ``callbacks`` (its
     ``elicitation_callback``, ``sampling_callback``): it declares what it has a callback for."""
     params = StdioServerParameters(
-        command=str(SIGNOFF), args=["proxy", "asking", "--hold", "0.3"],
+        command=str(SIGNOFF), args=["proxy", name, "--hold", "0.3"],
         env={"SIGNOFF_HOME": str(rig.home), **tree_under_test()},
     )  # fmt: skip
     with anyio.fail_after(WITHIN), (rig.home / "host-stderr.log").open("a") as log:
@@ -227,3 +228,37 @@ def test_sampling_in_the_configuration_is_true_or_false(tmp_path: Path) -> None:
     assert configuration.load_text(path, base + "sampling = true\n").servers["s"].sampling
     with pytest.raises(ConfigError, match="sampling"):
         configuration.load_text(path, base + 'sampling = "yes"\n')
+
+
+def test_server_everythings_elicitation_tool_is_pinned_and_reaches_only_a_host_that_has_it(
+    home: Path,
+) -> None:
+    """server-everything registers its elicitation tool only for a client that declared
+    elicitation: ``signoff pin`` declares it, so the tool is pinned and offered to such a host."""
+    rig = Rig(home)
+    everything = everything_server()
+    rig.add("every", everything.command, everything.args, everything.env_extra)
+    pinned = rig.pin("every")
+    assert "trigger-elicitation-request" in {t["tool"] for t in pinned["tools"]}
+    rig.classify("every", **{"trigger-elicitation-request": "local_mutation"})  # as it says
+    rig.signoff("policy", "every", "trigger-elicitation-request", "allow")
+    seen: list[str] = []
+
+    async def answer(_: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+        seen.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": TYPED})
+
+    async def scenario() -> tuple[set[str], set[str], str]:
+        async with host(rig, "every") as session:
+            without = {t.name for t in (await session.list_tools()).tools}
+        async with host(rig, "every", elicitation_callback=answer) as session:
+            offered = {t.name for t in (await session.list_tools()).tools}
+            said = text(await session.call_tool("trigger-elicitation-request", {}))
+        return without, offered, said
+
+    without, offered, said = anyio.run(scenario)
+    assert "trigger-elicitation-request" not in without
+    assert "trigger-elicitation-request" in offered
+    assert seen == ["[every] Please provide inputs for the following fields:"]
+    assert TYPED in said, said
+    assert [e["outcome"] for e in asked(rig, "elicitation.asked")] == ["accept"]
