@@ -23,19 +23,24 @@ Rules:
    (``SamplingRefused``), and the host never sees it.
 4. Each is recorded in the chain as an event of no run, once the host answered or the proxy
    refused: ``elicitation.asked`` {server, host, mode, message_sha256, outcome, fields} (the
-   action accepted/declined/cancelled, or ``error`` and its code, or ``not offered``; the
-   names of the fields the user filled in, never their values) and ``sampling.asked`` {server,
-   host, request_sha256, request_bytes, outcome, why | answer_sha256}. Hashes are SHA-256 over
-   the canonical JSON (RFC 8785) of the request's ``params`` and of the answer. An answer that
-   cannot be recorded is not handed back: the server gets an error instead.
+   action accepted/declined/cancelled, or ``error`` and its code, ``not offered`` or
+   ``withdrawn``; the names of the fields the user filled in, never their values) and
+   ``sampling.asked`` {server, host, request_sha256, request_bytes, outcome, why |
+   answer_sha256}. Hashes are SHA-256 over the canonical JSON (RFC 8785) of the request's
+   ``params`` and of the answer. An answer that cannot be recorded is not handed back: the
+   server gets an error instead.
 5. Each waits for the host at most the longest call timeout of the server's (the request is
    made within one of its calls; no answer counts after every call could have ended).
+6. A server's ``notifications/cancelled`` for a request of its own still waiting on the host
+   withdraws it: the host is told (``notifications/cancelled``), the server gets no answer
+   (JSON-RPC), and it is recorded with the outcome ``withdrawn``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -128,11 +133,39 @@ class Asks:
         self._ready = ready
         self._capabilities = capabilities
         self._host = host
+        self._waiting: dict[tuple[str, str], asyncio.Task[Any]] = {}  # (server, its id as JSON)
 
-    async def answer(self, upstream: Upstream, method: str, params: dict[str, Any]) -> Any:
-        if method == ELICIT:
-            return await self._elicit(upstream, params)
-        return await self._sample(upstream, params)
+    async def answer(
+        self, upstream: Upstream, request_id: Any, method: str, params: dict[str, Any]
+    ) -> Any:
+        """The answer to the server's request ``request_id`` (its task is withdrawn, rule 6)."""
+        key = (upstream.server.name, json.dumps(request_id))
+        task = asyncio.current_task()
+        if task is not None:
+            self._waiting[key] = task
+        try:
+            if method == ELICIT:
+                return await self._elicit(upstream, params)
+            return await self._sample(upstream, params)
+        finally:
+            if self._waiting.get(key) is task:
+                del self._waiting[key]
+
+    def withdraw(self, upstream: Upstream, request_id: Any) -> None:
+        """The server cancelled its request ``request_id`` (rule 6)."""
+        task = self._waiting.pop((upstream.server.name, json.dumps(request_id)), None)
+        if task is not None:
+            task.cancel()
+
+    async def _withdrawable(
+        self, kind: str, event: dict[str, Any], method: str, params: dict[str, Any]
+    ) -> Any:
+        """The host's answer; a request the server withdrew is recorded so (rule 6)."""
+        try:
+            return await self._host_answer(event["server"], method, params)
+        except asyncio.CancelledError:
+            self._record(kind, {**event, "outcome": "withdrawn"})
+            raise
 
     async def _host_answer(self, server: str, method: str, params: dict[str, Any]) -> Any:
         wait = wait_for(self.config, server)
@@ -156,7 +189,7 @@ class Asks:
         shown = params
         if isinstance(message, str):  # never read as Signoff's own question (rule 2)
             shown = {**params, "message": f"[{server}] {message}"}
-        answer = await self._host_answer(server, ELICIT, shown)
+        answer = await self._withdrawable("elicitation.asked", event, ELICIT, shown)
         result = answer.get("result")
         if isinstance(result, dict):
             action = result.get("action")
@@ -180,7 +213,7 @@ class Asks:
             event.update(outcome="refused", why=why)
             self._record("sampling.asked", event)
             return _error(INVALID_REQUEST, f"Signoff: {refused} [{type(refused).__name__}]")
-        answer = await self._host_answer(server, SAMPLE, params)
+        answer = await self._withdrawable("sampling.asked", event, SAMPLE, params)
         event["outcome"] = "result" if isinstance(answer.get("result"), dict) else "error"
         event["answer_sha256"] = _digest(answer)[0]
         return self._recorded("sampling.asked", event, answer)

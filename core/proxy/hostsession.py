@@ -35,7 +35,8 @@ Rules:
    with the server's name). The host's ``notifications/roots/list_changed`` goes to every server
    greeted with roots, in a task of its own. A server's ``elicitation/create`` and
    ``sampling/createMessage`` are core/proxy/asks.py's to answer, forward and record; its
-   ``notifications/elicitation/complete`` reaches a host that declared elicitation.
+   ``notifications/elicitation/complete`` reaches a host that declared elicitation, and its
+   ``notifications/cancelled`` withdraws the request it names from the host.
 6. When the host closes its input, or a write to it fails (core/proxy/hoststdio.py), every call
    in flight is given up (its outcome is still recorded), the requests still open get
    ``cancel_grace_seconds`` + 1 to end (``settle``), and the proxy closes.
@@ -274,7 +275,7 @@ class HostSession:
             if method == "roots/list":
                 return await self._roots(upstream, params)
             if method in asks.METHODS:  # elicitation and sampling (core/proxy/asks.py)
-                return await self.asks.answer(upstream, method, params)
+                return await self.asks.answer(upstream, message["id"], method, params)
             return None  # ping answered by the upstream client; the rest "method not found"
         if method == "notifications/progress":
             token = params.get("progressToken")
@@ -289,6 +290,8 @@ class HostSession:
                 named = upstream.server.name + (f"/{logger}" if isinstance(logger, str) else "")
                 params = {**params, "logger": named}
             await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
+        elif method == "notifications/cancelled":  # a request of the server's it withdrew
+            self.asks.withdraw(upstream, params.get("requestId"))
         elif method == asks.COMPLETE and "elicitation" in self.host_capabilities:
             await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
         elif method == "notifications/tools/list_changed":
@@ -324,6 +327,10 @@ class HostSession:
             return await asyncio.wait_for(future, wait)
         except TimeoutError:
             return _error(INTERNAL_ERROR, f"the host did not answer {method} within {wait:g} s")
+        except asyncio.CancelledError:  # withdrawn (core/proxy/asks.py rule 6): the host is told
+            await self._deliver({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                 "params": {"requestId": request_id}})  # fmt: skip
+            raise
         finally:
             self._asked.pop(request_id, None)
 

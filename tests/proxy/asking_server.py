@@ -1,13 +1,14 @@
 """An MCP server built with the mcp SDK that asks its client: ``ask_name`` elicits a name from
-the user, ``ask_url`` sends the user to a page (URL mode) and says when it is done,
-``ask_model`` samples the client's model, ``capabilities`` says what the client declared. Each
-says in its result what came back, or the error its client answered with, so a test reads both
-ends in the host's result."""
+the user (``ask_briefly`` too, and withdraws the question after a second), ``ask_url`` sends the
+user to a page (URL mode) and says when it is done, ``ask_model`` samples the client's model,
+``capabilities`` says what the client declared. Each says in its result what came back, or the
+error its client answered with, so a test reads both ends in the host's result."""
 
 from __future__ import annotations
 
 import warnings
 
+import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
@@ -31,6 +32,14 @@ async def ask_name(ctx: Context) -> str:
     if answer.action == "accept":
         return f"accept: {answer.data.name}"
     return answer.action
+
+
+@server.tool(description="Ask the user, but give up after a moment")
+async def ask_briefly(ctx: Context) -> str:
+    with anyio.move_on_after(1.0):  # the SDK then withdraws its request (notifications/cancelled)
+        answer = await ctx.elicit("Quick: your name?", Name)
+        return answer.action
+    return "gave up"
 
 
 @server.tool(description="Send the user to a page, and say when it is done")

@@ -42,6 +42,7 @@ def rig(home: Path) -> Rig:
         ask_model="read_only",
         capabilities="read_only",
         ask_url="read_only",
+        ask_briefly="read_only",
     )
     return rig
 
@@ -116,6 +117,26 @@ def test_a_declined_elicitation_is_handed_back_and_recorded_as_declined(rig: Rig
 
     assert anyio.run(scenario) == "decline"
     assert [e["outcome"] for e in asked(rig, "elicitation.asked")] == ["decline"]
+
+
+def test_a_question_the_server_withdraws_is_withdrawn_from_the_host_and_recorded(rig: Rig) -> None:
+    withdrawn = anyio.Event()
+
+    async def never(_: ClientRequestContext, __: types.ElicitRequestParams) -> Any:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            withdrawn.set()  # the host cancelled its question: the proxy told it to
+
+    async def scenario() -> str:
+        async with host(rig, elicitation_callback=never) as session:
+            said = text(await session.call_tool("ask_briefly", {}))
+            await withdrawn.wait()  # within the session's WITHIN
+            return said
+
+    assert anyio.run(scenario) == "gave up"
+    assert [e["outcome"] for e in asked(rig, "elicitation.asked")] == ["withdrawn"]
+    verified(rig)
 
 
 def test_a_url_elicitation_reaches_the_host_and_so_does_its_completion(rig: Rig) -> None:
