@@ -38,6 +38,7 @@ NO_RUN_KINDS = (
     "results.pruned",
     "elicitation.asked",  # core/proxy/asks.py
     "sampling.asked",
+    "sampling.answered",
 )
 
 

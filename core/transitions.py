@@ -39,8 +39,10 @@ Events of no run (the operator's configuration; no state table changes):
 - ``elicitation.asked`` {server, host, mode, message_sha256, outcome, fields}
                                                          a server asked the user; the action,
                                                          never what was typed (core/proxy/asks.py)
-- ``sampling.asked``   {server, host, request_sha256, request_bytes, outcome, why|answer_sha256}
-                                                         a server asked the host's model
+- ``sampling.asked``   {server, host, request_sha256, request_bytes, outcome, why?}
+                                                         a server asked the host's model:
+                                                         forwarded (recorded first) or refused
+- ``sampling.answered`` {server, request_sha256, outcome, answer_sha256?}  what came back
 """
 
 from __future__ import annotations

@@ -24,11 +24,13 @@ Rules:
 4. Each is recorded in the chain as an event of no run, once the host answered or the proxy
    refused: ``elicitation.asked`` {server, host, mode, message_sha256, outcome, fields} (the
    action accepted/declined/cancelled, or ``error`` and its code, ``not offered`` or
-   ``withdrawn``; the names of the fields the user filled in, never their values) and
-   ``sampling.asked`` {server, host, request_sha256, request_bytes, outcome, why |
-   answer_sha256}. Hashes are SHA-256 over the canonical JSON (RFC 8785) of the request's
-   ``params`` and of the answer. An answer that cannot be recorded is not handed back: the
-   server gets an error instead.
+   ``withdrawn``; the names of the fields the user filled in, never their values). A sampling
+   request is recorded before it is forwarded (``sampling.asked`` {server, host,
+   request_sha256, request_bytes, outcome: forwarded | refused, why}; one that cannot be
+   recorded is not forwarded), and its answer once the host gave it (``sampling.answered``
+   {server, request_sha256, outcome: result | error | withdrawn, answer_sha256}). Hashes are
+   SHA-256 over the canonical JSON (RFC 8785) of the request's ``params`` and of the answer. An
+   answer that cannot be recorded is not handed back: the server gets an error instead.
 5. Each waits for the host at most the longest call timeout of the server's (the request is
    made within one of its calls; no answer counts after every call could have ended).
 6. A server's ``notifications/cancelled`` for a request of its own still waiting on the host
@@ -213,10 +215,13 @@ class Asks:
             event.update(outcome="refused", why=why)
             self._record("sampling.asked", event)
             return _error(INVALID_REQUEST, f"Signoff: {refused} [{type(refused).__name__}]")
-        answer = await self._withdrawable("sampling.asked", event, SAMPLE, params)
-        event["outcome"] = "result" if isinstance(answer.get("result"), dict) else "error"
-        event["answer_sha256"] = _digest(answer)[0]
-        return self._recorded("sampling.asked", event, answer)
+        if not self._record("sampling.asked", {**event, "outcome": "forwarded"}):
+            return _error(INTERNAL_ERROR, "Signoff could not record this request: not forwarded")
+        answered: dict[str, Any] = {"server": server, "request_sha256": sha}
+        answer = await self._withdrawable("sampling.answered", answered, SAMPLE, params)
+        answered["outcome"] = "result" if isinstance(answer.get("result"), dict) else "error"
+        answered["answer_sha256"] = _digest(answer)[0]
+        return self._recorded("sampling.answered", answered, answer)
 
     def _refusal(self, upstream: Upstream) -> str:
         """Why this server may not sample now, or "" (rules 1 and 3)."""

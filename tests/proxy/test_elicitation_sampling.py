@@ -222,9 +222,11 @@ def test_sampling_is_forwarded_for_a_server_allowed_and_each_request_recorded(ri
     assert anyio.run(scenario) == "model: 42"
     assert [p.messages[0].content.text for p in reached] == ["6 x 7?"]  # type: ignore[union-attr]
     [event] = asked(rig, "sampling.asked")
-    assert (event["server"], event["outcome"]) == ("asking", "result")
+    assert (event["server"], event["outcome"]) == ("asking", "forwarded")
+    [answered] = asked(rig, "sampling.answered")
+    assert (answered["outcome"], answered["request_sha256"]) == ("result", event["request_sha256"])
     sent = {"result": answer.model_dump(by_alias=True, exclude_none=True, mode="json")}
-    assert event["answer_sha256"] == canonical.sha256_hex(sent)
+    assert answered["answer_sha256"] == canonical.sha256_hex(sent)
     verified(rig)
 
 
@@ -240,6 +242,7 @@ def test_a_server_allowed_to_sample_is_refused_when_the_host_has_no_sampling(rig
     said = anyio.run(scenario)
     assert "[SamplingRefused]" in said and "did not declare sampling" in said, said
     assert [e["outcome"] for e in asked(rig, "sampling.asked")] == ["refused"]
+    assert asked(rig, "sampling.answered") == []
 
 
 def test_sampling_in_the_configuration_is_true_or_false(tmp_path: Path) -> None:
