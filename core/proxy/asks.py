@@ -32,7 +32,8 @@ Rules:
    SHA-256 over the canonical JSON (RFC 8785) of the request's ``params`` and of the answer. An
    answer that cannot be recorded is not handed back: the server gets an error instead.
 5. Each waits for the host at most the longest call timeout of the server's (the request is
-   made within one of its calls; no answer counts after every call could have ended).
+   made within one of its calls; no answer counts after every call could have ended); then
+   the host is told it is cancelled, and the server gets an error.
 6. A server's ``notifications/cancelled`` for a request of its own still waiting on the host
    withdraws it: the host is told (``notifications/cancelled``), the server gets no answer
    (JSON-RPC), and it is recorded with the outcome ``withdrawn``.

@@ -325,12 +325,14 @@ class HostSession:
         try:
             await self._deliver(message)
             return await asyncio.wait_for(future, wait)
-        except TimeoutError:
-            return _error(INTERNAL_ERROR, f"the host did not answer {method} within {wait:g} s")
-        except asyncio.CancelledError:  # withdrawn (core/proxy/asks.py rule 6): the host is told
+        except (TimeoutError, asyncio.CancelledError) as e:
+            # Given up, or withdrawn (core/proxy/asks.py rule 6): the host is told, so that it
+            # stops asking its user for an answer nobody will read.
             await self._deliver({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                  "params": {"requestId": request_id}})  # fmt: skip
-            raise
+            if isinstance(e, asyncio.CancelledError):
+                raise
+            return _error(INTERNAL_ERROR, f"the host did not answer {method} within {wait:g} s")
         finally:
             self._asked.pop(request_id, None)
 

@@ -1,8 +1,9 @@
 """An MCP server built with the mcp SDK that asks its client: ``ask_name`` elicits a name from
-the user (``ask_briefly`` too, and withdraws the question after a second), ``ask_url`` sends the
-user to a page (URL mode) and says when it is done, ``ask_model`` samples the client's model,
-``capabilities`` says what the client declared. Each says in its result what came back, or the
-error its client answered with, so a test reads both ends in the host's result."""
+the user (``ask_briefly`` withdraws the question after a second, ``ask_stubbornly`` never does),
+``ask_url`` sends the user to a page (URL mode) and says when it is done, ``ask_model`` samples
+the client's model, ``capabilities`` says what the client declared. Each says in its result what
+came back, or the error its client answered with, so a test reads both ends in the host's
+result."""
 
 from __future__ import annotations
 
@@ -40,6 +41,16 @@ async def ask_briefly(ctx: Context) -> str:
         answer = await ctx.elicit("Quick: your name?", Name)
         return answer.action
     return "gave up"
+
+
+@server.tool(description="Ask the user, and keep asking even when the call is cancelled")
+async def ask_stubbornly(ctx: Context) -> str:
+    with anyio.CancelScope(shield=True):  # never withdraws its question
+        try:
+            answer = await ctx.elicit("Your name, please?", Name)
+        except MCPError as e:
+            return f"error {e.code}: {e.message}"
+    return answer.action
 
 
 @server.tool(description="Send the user to a page, and say when it is done")

@@ -43,6 +43,7 @@ def rig(home: Path) -> Rig:
         capabilities="read_only",
         ask_url="read_only",
         ask_briefly="read_only",
+        ask_stubbornly="read_only",
     )
     return rig
 
@@ -137,6 +138,28 @@ def test_a_question_the_server_withdraws_is_withdrawn_from_the_host_and_recorded
     assert anyio.run(scenario) == "gave up"
     assert [e["outcome"] for e in asked(rig, "elicitation.asked")] == ["withdrawn"]
     verified(rig)
+
+
+def test_a_question_the_host_leaves_unanswered_past_the_call_timeout_is_withdrawn_from_it(
+    rig: Rig,
+) -> None:
+    rig.signoff("settings", "call_timeout_seconds", "2", "--server", "asking")
+    withdrawn = anyio.Event()
+
+    async def never(_: ClientRequestContext, __: types.ElicitRequestParams) -> Any:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            withdrawn.set()
+
+    async def scenario() -> None:
+        async with host(rig, elicitation_callback=never) as session:
+            await session.call_tool("ask_stubbornly", {})  # the call itself times out too
+            await withdrawn.wait()  # within the session's WITHIN
+
+    anyio.run(scenario)
+    [event] = asked(rig, "elicitation.asked")
+    assert (event["outcome"], event["code"]) == ("error", -32603)  # not withdrawn by the server
 
 
 def test_a_url_elicitation_reaches_the_host_and_so_does_its_completion(rig: Rig) -> None:
