@@ -248,6 +248,7 @@ def servers_list(args: argparse.Namespace) -> int:
         last = status.read(paths.data_dir() / "status", s.name)
         rows.append({
             "name": s.name, "command": [s.command, *s.args], "env": list(s.env),
+            "sampling": s.sampling,  # may ask the host's model (core/proxy/asks.py)
             "tools": {t: (c.side_effect.value if c.side_effect else None)
                       for t, c in s.tools.items()},
             "last_connection": None if last is None else {
@@ -262,7 +263,8 @@ def servers_list(args: argparse.Namespace) -> int:
             f"{seen['pinned']} pinned, {seen['new']} new, {seen['changed']} changed,"
             f" {seen['unclassified']} unclassified, {seen['conflicts']} annotation conflicts"
         )  # fmt: skip
-        print(f"{row['name']}: {' '.join(row['command'])}\n  {state}")
+        sampling = ", may ask the host's model (sampling on)" if row["sampling"] else ""
+        print(f"{row['name']}: {' '.join(row['command'])}\n  {state}{sampling}")
     return EXIT_OK
 
 

@@ -228,6 +228,9 @@ def test_sampling_is_forwarded_for_a_server_allowed_and_each_request_recorded(ri
     assert rig.signoff("servers", "sampling", "asking").stdout.strip() == "sampling for asking: off"
     rig.signoff("servers", "sampling", "asking", "on")
     assert rig.signoff("servers", "sampling", "asking").stdout.strip() == "sampling for asking: on"
+    [listed] = json.loads(rig.signoff("servers", "list", "--json").stdout)
+    assert listed["sampling"] is True
+    assert "sampling on" in rig.signoff("servers", "list").stdout
     reached: list[types.CreateMessageRequestParams] = []
     answer = types.CreateMessageResult(
         role="assistant", content=types.TextContent(type="text", text="42"), model="m"
