@@ -412,6 +412,11 @@ class UpstreamSessionExpired(UpstreamNotDelivered):
     request was not run, and the server is greeted anew before the next one."""
 
 
+class SamplingRefused(SignoffError):
+    """A server asked the host's model (sampling) and may not: the operator has not allowed it
+    for this server, or the host offers none. The host never saw the request."""
+
+
 class ToolFailed(SignoffError):
     """Raised by a tool whose failure carries a JSON ``detail`` worth recording with it (a
     server's JSON-RPC error, kept whole so that a re-call can hand back the same)."""

@@ -13,7 +13,7 @@ from typing import Any
 from core import paths
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError
-from core.proxy import approval_commands, remote_commands, rule_commands
+from core.proxy import approval_commands, remote_commands, rule_commands, sampling_command
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.store import Store
@@ -76,6 +76,7 @@ def register(commands: Any) -> None:
     p.add_argument("--timeout", type=float, metavar="SECONDS")  # None: servers.START_TIMEOUT
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
     p.set_defaults(func=servers_test)
+    sampling_command.register(servers_commands)
 
     p = commands.add_parser("pin", help="connect to a server, review its tools, pin them")
     p.add_argument("name", metavar="NAME")
@@ -252,6 +253,7 @@ def servers_list(args: argparse.Namespace) -> int:
         rows.append({
             "name": s.name, "command": [s.command, *s.args] if s.command else [s.url],
             "env": list(s.env),
+            "sampling": s.sampling,  # may ask the host's model (core/proxy/asks.py)
             "tools": {t: (c.side_effect.value if c.side_effect else None)
                       for t, c in s.tools.items()},
             "last_connection": None if last is None else {
@@ -266,7 +268,8 @@ def servers_list(args: argparse.Namespace) -> int:
             f"{seen['pinned']} pinned, {seen['new']} new, {seen['changed']} changed,"
             f" {seen['unclassified']} unclassified, {seen['conflicts']} annotation conflicts"
         )  # fmt: skip
-        print(f"{row['name']}: {' '.join(row['command'])}\n  {state}")
+        sampling = ", may ask the host's model (sampling on)" if row["sampling"] else ""
+        print(f"{row['name']}: {' '.join(row['command'])}\n  {state}{sampling}")
     return EXIT_OK
 
 
@@ -346,13 +349,14 @@ def servers_test(args: argparse.Namespace) -> int:
 async def _pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], list[bytes]]:
     """The server's ``initialize`` result and its raw ``tools/list`` answers."""
     from core import private_files
+    from core.proxy.asks import listing
     from core.proxy.http_upstream import upstream_for
-    from core.proxy.upstream import LISTING, no_roots
+    from core.proxy.upstream import no_roots
 
     log_dir = paths.data_dir() / "logs"
     private_files.make_dir(log_dir)
     upstream = upstream_for(server, log_dir / f"{server.name}.log", on_message=no_roots)
-    await upstream.start(timeout, LISTING)
+    await upstream.start(timeout, listing(server))
     try:
         return upstream.initialize_result, await upstream.list_tools(timeout)
     finally:

@@ -20,6 +20,7 @@ env = ["HOME_NOTES"]             # names of variables passed through; values are
 call_timeout_seconds = 120       # this server's calls (a tool's own setting comes first)
 result_limit_bytes = 4194304     # this server's results (the top-level setting otherwise)
 instructions_pin = "…sha256…"    # the server's instructions as the operator pinned them
+sampling = true                  # may ask the host's model (default false)
 
 [servers.fs.tools.write_file]
 class = "local_mutation"         # read_only, local_mutation, remote_mutation, destructive
@@ -108,6 +109,7 @@ class ServerConfig:
     instructions_pin: str | None = None  # core/proxy/instructions.py; None: never pinned
     url: str = ""  # a remote server's (core/proxy/remote.py): then ``command`` is ""
     headers: dict[str, str] = field(default_factory=dict)  # values hold references, never secrets
+    sampling: bool = False  # may ask the host's model (core/proxy/asks.py)
 
 
 @dataclass(frozen=True)
@@ -319,7 +321,7 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
         raise where.error(key, "a server name is letters, digits, '-' and '_' (at most 32)")
     table = _table(raw, key, where)
     known = {"command", "args", "env", "tools", "call_timeout_seconds", "result_limit_bytes",
-             "instructions_pin", "url", "headers", "auth"}  # fmt: skip
+             "instructions_pin", "url", "headers", "auth", "sampling"}  # fmt: skip
     _known(table, known, key, where)
     url, headers = remote.read(table, key, where)
     command = table.get("command", "" if url else None)
@@ -337,9 +339,12 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
     timeout = _own_timeout(table, key, where)
     limit = _result_limit(table, key, where)
     instructions_pin = _pin(table, (*key, "instructions_pin"), where)
+    sampling = table.get("sampling", False)
+    if not isinstance(sampling, bool):
+        raise where.error((*key, "sampling"), "sampling is true or false")
     return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout,
                         result_limit_bytes=limit, instructions_pin=instructions_pin,
-                        url=url, headers=headers)  # fmt: skip
+                        url=url, headers=headers, sampling=sampling)  # fmt: skip
 
 
 def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:

@@ -9,7 +9,8 @@ Rules:
 
 1. ``initialize`` is negotiated as the SDK negotiates it: the host's protocol version when it is
    one of the handshake's, else the latest. The servers are greeted with that version and with
-   the host's ``roots`` capability as the host declared it (core/proxy/upstream.py rule 2). The
+   the host's ``roots`` and ``elicitation`` as the host declared them, ``sampling`` only to a
+   server allowed it (core/proxy/asks.py rule 1; core/proxy/upstream.py rule 2). The
    answer names Signoff, declares ``tools`` (and ``logging`` when a server declares it), and
    carries the servers' pinned instructions (core/proxy/instructions.py).
 2. ``server/discover`` (the 2026-07-28 era's opening) is answered "method not found", as a
@@ -32,7 +33,10 @@ Rules:
    host's at that server now (core/proxy/servers.py rule 6); its ``notifications/message`` is
    written to the server's log and passed on (with several servers, its ``logger`` is prefixed
    with the server's name). The host's ``notifications/roots/list_changed`` goes to every server
-   greeted with roots, in a task of its own.
+   greeted with roots, in a task of its own. A server's ``elicitation/create`` and
+   ``sampling/createMessage`` are core/proxy/asks.py's to answer, forward and record; its
+   ``notifications/elicitation/complete`` reaches a host that declared elicitation, and its
+   ``notifications/cancelled`` withdraws the request it names from the host.
 6. When the host closes its input, or a write to it fails (core/proxy/hoststdio.py), every call
    in flight is given up (its outcome is still recorded), the requests still open get
    ``cancel_grace_seconds`` + 1 to end (``settle``), and the proxy closes.
@@ -51,11 +55,11 @@ from typing import Any
 import anyio
 
 from core.errors import SignoffError, UpstreamRefused
-from core.proxy import answers
+from core.proxy import answers, asks
 from core.proxy.config import Config
 from core.proxy.hostline import INVALID_REQUEST, Message
 from core.proxy.server import Proxy
-from core.proxy.upstream import Greeting, Upstream
+from core.proxy.upstream import Upstream
 from core.store import Store
 
 log = logging.getLogger("signoff.proxy")
@@ -93,6 +97,9 @@ class HostSession:
         self._next_id = 0
         self._tasks: set[asyncio.Task[None]] = set()
         proxy.on_server_message = self.from_server
+        self.asks = asks.Asks(proxy.store, proxy.config, proxy.config_path, ask=self.ask,
+                              ready=self._host_ready, capabilities=lambda: self.host_capabilities,
+                              host=lambda: self.proxy.host.label)  # fmt: skip
 
     # --- from the host --------------------------------------------------------------------
 
@@ -166,8 +173,7 @@ class HostSession:
         self.version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         capabilities = params.get("capabilities")
         self.host_capabilities = capabilities if isinstance(capabilities, dict) else {}
-        roots = self.host_capabilities.get("roots")
-        greeting = Greeting(self.version, {} if roots is None else {"roots": roots})
+        greeting = asks.greeting(self.version, self.host_capabilities, self.proxy.config.servers)
         self.proxy.host = self.proxy.host_of(params.get("clientInfo"))
         self._started = asyncio.ensure_future(self.proxy.start(greeting))
         await asyncio.shield(self._started)
@@ -268,6 +274,8 @@ class HostSession:
         if "id" in message:
             if method == "roots/list":
                 return await self._roots(upstream, params)
+            if method in asks.METHODS:  # elicitation and sampling (core/proxy/asks.py)
+                return await self.asks.answer(upstream, message["id"], method, params)
             return None  # ping answered by the upstream client; the rest "method not found"
         if method == "notifications/progress":
             token = params.get("progressToken")
@@ -281,6 +289,10 @@ class HostSession:
                 logger = params.get("logger")
                 named = upstream.server.name + (f"/{logger}" if isinstance(logger, str) else "")
                 params = {**params, "logger": named}
+            await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
+        elif method == "notifications/cancelled":  # a request of the server's it withdrew
+            self.asks.withdraw(upstream, params.get("requestId"))
+        elif method == asks.COMPLETE and "elicitation" in self.host_capabilities:
             await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
         elif method == "notifications/tools/list_changed":
             upstream.note(b"tools/list_changed ignored: the tool set is fixed at start")
@@ -313,7 +325,13 @@ class HostSession:
         try:
             await self._deliver(message)
             return await asyncio.wait_for(future, wait)
-        except TimeoutError:
+        except (TimeoutError, asyncio.CancelledError) as e:
+            # Given up, or withdrawn (core/proxy/asks.py rule 6): the host is told, so that it
+            # stops asking its user for an answer nobody will read.
+            await self._deliver({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                 "params": {"requestId": request_id}})  # fmt: skip
+            if isinstance(e, asyncio.CancelledError):
+                raise
             return _error(INTERNAL_ERROR, f"the host did not answer {method} within {wait:g} s")
         finally:
             self._asked.pop(request_id, None)

@@ -121,6 +121,15 @@ def remove_server(path: Path, name: str) -> Config:
     return editor.save()
 
 
+def set_sampling(path: Path, server: str, *, on: bool) -> Config:
+    """Whether ``server`` may ask the host's model (core/proxy/asks.py); off is the default."""
+    editor = Editor(path)
+    if server not in _servers(editor):
+        raise ConfigError(f"no server {server}")
+    _put(editor.table("servers", server), "sampling", True if on else None)
+    return editor.save()
+
+
 def _tool_table(editor: Editor, server: str, tool: str) -> Any:
     if server not in _servers(editor):
         raise ConfigError(f"no server {server}")

@@ -166,12 +166,13 @@ def _print_instructions(shown: dict[str, Any]) -> None:
 
 async def _listing(server: ServerConfig) -> tuple[Listing, dict[str, Any]]:
     """The server's tools, and its ``initialize`` result (where its instructions are)."""
+    from core.proxy.asks import listing
     from core.proxy.http_upstream import upstream_for
-    from core.proxy.upstream import LISTING, no_roots
+    from core.proxy.upstream import no_roots
 
     log = paths.data_dir() / "logs" / f"{server.name}.log"
     upstream = upstream_for(server, log, on_message=no_roots)
-    await upstream.start(START_TIMEOUT, LISTING)
+    await upstream.start(START_TIMEOUT, listing(server))
     try:
         return read_listing(await upstream.list_tools(START_TIMEOUT)), upstream.initialize_result
     finally:

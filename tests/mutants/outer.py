@@ -420,4 +420,14 @@ OUTER: tuple[Mutation, ...] = (
         "tests/app/test_instance_and_autostart.py::"
         "test_the_instance_socket_is_the_users_own_and_a_planted_file_there_is_not_trusted",
     ),
+    Mutation(
+        "every server may ask the host's model",
+        "G-ASK-1",
+        "core/proxy/asks.py",
+        "        why = self._refusal(upstream)\n",
+        '        why = ""\n',
+        "a server the operator never allowed to sample reaches the host's model",
+        "tests/proxy/test_elicitation_sampling.py::"
+        "test_sampling_is_refused_by_default_naming_why_and_the_host_never_sees_it",
+    ),
 )
