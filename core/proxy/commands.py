@@ -13,7 +13,7 @@ from typing import Any
 from core import paths
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError
-from core.proxy import approval_commands, rule_commands
+from core.proxy import approval_commands, offer_commands, rule_commands
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.store import Store
@@ -57,6 +57,7 @@ def register(commands: Any) -> None:
     p.add_argument("name", metavar="NAME")
     p.add_argument("new_name", metavar="NEW")
     p.set_defaults(func=servers_rename)
+    offer_commands.register(servers_commands)  # servers set: prompts and resources
     p = servers_commands.add_parser(
         "test",
         help="start a server and list its tools, changing nothing: NAME, or NAME [--env VAR]..."

@@ -18,8 +18,8 @@ from typing import Any
 from core import paths
 from core.errors import SignoffError
 from core.marks import visible
+from core.proxy import catalog, instructions, manage, pindiff, pinstore
 from core.proxy import config as configuration
-from core.proxy import instructions, manage, pindiff, pinstore
 from core.proxy.config import ServerConfig
 from core.proxy.pins import REPIN_TO_FORWARD, Listing, ToolState, evaluate, read_listing
 from core.proxy.servers import START_TIMEOUT
@@ -35,7 +35,7 @@ def pin(args: argparse.Namespace) -> int:
     server = config.servers.get(args.name)
     if server is None:
         return _error(f"no server {args.name}; add it with signoff servers add")
-    listing, handshake = asyncio.run(_listing(server))
+    listing, handshake, listed = asyncio.run(_listing(server))
     tools = [t for t in listing.tools if args.tool in (None, t.name)]
     if args.tool and not tools:
         return _error(f"server {args.name} lists no tool {args.tool}")
@@ -45,6 +45,9 @@ def pin(args: argparse.Namespace) -> int:
             # The instructions are pinned with the server's tools, not with one of them.
             text = instructions.evaluate(handshake, None).text if args.tool is None else None
             config = manage.pin(paths.config_path(), args.name, tools, instructions=text)
+            for kind, items in listed.items() if args.tool is None else ():  # catalog.py rule 3
+                taken = {i.key: i.pin for i in items.items}
+                config = manage.pin_catalog(paths.config_path(), args.name, kind, taken)
             server = config.servers[args.name]
         # A changed tool is shown against its text as pinned, when that text was kept; so is a
         # tool pinned before titles and output schemas were, with what re-pinning would add.
@@ -62,9 +65,12 @@ def pin(args: argparse.Namespace) -> int:
         return _error(str(e), type(e).__name__)
     rows = [_tool_row(evaluate(t, server.tools.get(t.name)), changes.get(t.name)) for t in tools]
     shown = _instructions_row(told, reworded)
+    others = {kind: [{"key": i.key, "status": catalog.status(i, getattr(server, kind)),
+                      "pin": i.pin, "text": i.raw.decode()} for i in items.items]
+              for kind, items in listed.items()}  # fmt: skip
     if args.json:
         print(json.dumps({"server": args.name, "set_hash": listing.set_hash, "tools": rows,
-                          "instructions": shown,
+                          "instructions": shown, **others,
                           "dropped": [list(d) for d in listing.dropped]}))  # fmt: skip
         return EXIT_OK
     short = {r["tool"] for r in rows if r["repin_to_forward"]}
@@ -83,9 +89,16 @@ def pin(args: argparse.Namespace) -> int:
         _print_tool(row)
     if shown is not None:
         _print_instructions(shown)
+    for kind, rows_of_kind in others.items():
+        for item in rows_of_kind:  # a prompt or template is shown whole unless pinned as it is
+            print(f"{kind.split('_')[0]} {visible(item['key'])}: {item['status']}")
+            if item["status"] != "pinned":
+                print(f"    {visible(item['text'])}")
     for what, why in listing.dropped:
         print(f"dropped {what}: {why}")
-    waiting = any(r["status"] != "pinned" or r["repin_to_forward"] for r in rows)
+    waiting = any(r["status"] != "pinned" or r["repin_to_forward"] for r in rows) or any(
+        i["status"] != "pinned" for items in others.values() for i in items
+    )
     if not args.accept and (waiting or told.status in (instructions.NEW, instructions.CHANGED)):
         print(f"review the descriptions, then: signoff pin {args.name} --accept")
     poisoned = [c.name for c in changes.values() if c.reworded and c.name not in short]
@@ -164,15 +177,20 @@ def _print_instructions(shown: dict[str, Any]) -> None:
                 print(f"    {line}")
 
 
-async def _listing(server: ServerConfig) -> tuple[Listing, dict[str, Any]]:
-    """The server's tools, and its ``initialize`` result (where its instructions are)."""
+async def _listing(
+    server: ServerConfig,
+) -> tuple[Listing, dict[str, Any], dict[str, catalog.Catalog]]:
+    """The server's tools, its ``initialize`` result (where its instructions are), and its
+    prompts and templates (core/proxy/resources.py ``catalogs``)."""
+    from core.proxy.resources import catalogs
     from core.proxy.upstream import LISTING, Upstream, no_roots
 
     log = paths.data_dir() / "logs" / f"{server.name}.log"
     upstream = Upstream(server, log, on_message=no_roots)
     await upstream.start(START_TIMEOUT, LISTING)
     try:
-        return read_listing(await upstream.list_tools(START_TIMEOUT)), upstream.initialize_result
+        listing = read_listing(await upstream.list_tools(START_TIMEOUT))
+        return listing, upstream.initialize_result, await catalogs(upstream, START_TIMEOUT)
     finally:
         await upstream.close()
 
