@@ -6,7 +6,9 @@ offered, and a reject rule on a prompt's name refusing its get."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,12 @@ import mcp.types as types
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from tests.host import proxy_session
 from tests.mcp_servers import ServerCommand, everything_server, memory_server
 from tests.proxy.rig import NOTES_TOOLS, Rig
+from tests.waiting import until
 
 TIMEOUT = 120
 GREET = {"name": "greet", "description": "Greets someone",
@@ -61,6 +65,15 @@ async def direct(server: ServerCommand, errlog: Path) -> dict[str, Any]:
         ):
             await session.initialize()
             return await lists(session)
+
+
+@contextmanager
+def handshake_era() -> Iterator[None]:
+    """The SDK warns that subscriptions are gone from the 2026-07-28 era; the servers here
+    speak the handshake era, which has them (core/proxy/hostsession.py rule 2)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        yield
 
 
 def run(scenario: Callable[[], Awaitable[None]]) -> None:
@@ -202,3 +215,52 @@ def test_a_reject_rule_on_a_prompts_name_refuses_its_get(rig: Rig) -> None:
         ("fake", "prompts/get", "FAILED", {"name": "greet", "arguments": {"who": "you"}}),
         ("fake", "prompts/get", "COMPLETED", {"name": "other"}),
     ]
+
+
+def test_a_prompts_get_under_an_approve_policy_waits_for_the_operator_and_then_runs(
+    rig: Rig,
+) -> None:
+    fake_with_prompts(rig, [GREET])
+    rig.signoff("policy", "fake", "prompts/get", "approve")
+
+    async def scenario() -> None:
+        async with rig.client("fake") as host:
+            with pytest.raises(MCPError) as held:
+                await host.get_prompt("greet", {"who": "you"})
+            assert "needs the operator's approval" in held.value.error.message
+            [waiting] = rig.pending()
+            assert (waiting["tool"], waiting["arguments"]) == (
+                "prompts/get", {"name": "greet", "arguments": {"who": "you"}},
+            )  # fmt: skip
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            got = await host.get_prompt("greet", {"who": "you"})
+            assert "you" in json.dumps(got.model_dump())
+
+    run(scenario)
+    assert [r[:3] for r in runs(rig)] == [("fake", "prompts/get", "COMPLETED")]
+
+
+def test_a_subscription_passes_through_and_its_updates_reach_the_host(rig: Rig) -> None:
+    add(rig, "everything", everything_server())
+    rig.signoff("servers", "set", "everything", "--resources", "on")
+    rig.pin("everything")
+    rig.classify("everything", **{"toggle-subscriber-updates": "local_mutation"})
+    rig.signoff("policy", "everything", "toggle-subscriber-updates", "allow")
+    seen: list[Any] = []
+
+    async def scenario() -> None:
+        async with proxy_session(rig.home, "everything", env=rig.env, notifications=seen) as host:
+            uri = (await host.list_resources()).resources[0].uri
+            with handshake_era():
+                await host.subscribe_resource(uri)
+            assert not (await host.call_tool("toggle-subscriber-updates", {})).is_error
+
+            def updated() -> bool:
+                return any(getattr(getattr(n, "params", None), "uri", None) == uri
+                           for n in seen)  # fmt: skip
+
+            await until(updated, "notifications/resources/updated for the subscribed URI")
+            with handshake_era():
+                await host.unsubscribe_resource(uri)
+
+    run(scenario)
