@@ -134,7 +134,10 @@ class Resources:
                 continue
             servers.update(names)
             own = [self._declared(name, kind) for name in names]
-            declared[kind] = {flag: any(o.get(flag) is True for o in own) for flag in flags}
+            # Each flag as the servers declared it: true when one says true, absent when none
+            # says either.
+            said = {f: [o[f] for o in own if isinstance(o.get(f), bool)] for f in flags}
+            declared[kind] = {f: any(values) for f, values in said.items() if values}
         if any("completions" in self.proxy.upstreams[name].capabilities for name in servers):
             declared["completions"] = {}
         return declared

@@ -166,13 +166,13 @@ def test_server_memory_knowledge_graph_is_read_through_the_gate(rig: Rig, tmp_pa
     ]
 
 
-def fake_with_prompts(rig: Rig, prompts: list[dict[str, Any]]) -> Path:
-    listed = rig.home / "prompts.json"
+def fake_with_prompts(rig: Rig, prompts: list[dict[str, Any]], name: str = "fake") -> Path:
+    listed = rig.home / f"{name}-prompts.json"
     listed.write_text(json.dumps(prompts))
-    rig.add_fake("fake", NOTES_TOOLS, prompts=str(listed),
+    rig.add_fake(name, NOTES_TOOLS, prompts=str(listed),
                  capabilities={"tools": {}, "prompts": {"listChanged": True}})  # fmt: skip
-    rig.signoff("servers", "set", "fake", "--prompts", "on")
-    rig.pin("fake")
+    rig.signoff("servers", "set", name, "--prompts", "on")
+    rig.pin(name)
     return listed
 
 
@@ -264,3 +264,23 @@ def test_a_subscription_passes_through_and_its_updates_reach_the_host(rig: Rig) 
                 await host.unsubscribe_resource(uri)
 
     run(scenario)
+
+
+def test_with_several_servers_a_prompts_name_is_prefixed_and_its_get_goes_to_its_server(
+    rig: Rig,
+) -> None:
+    fake_with_prompts(rig, [GREET], name="a")
+    fake_with_prompts(rig, [GREET], name="b")
+
+    async def scenario() -> None:
+        async with rig.client("a", "b") as host:
+            assert [p.name for p in (await host.list_prompts()).prompts] == ["a__greet", "b__greet"]
+            got = await host.get_prompt("b__greet", {"who": "you"})
+            said = got.messages[0].content
+            assert isinstance(said, types.TextContent)
+            assert '"name": "greet"' in said.text  # the name as the server knows it
+
+    run(scenario)
+    assert runs(rig) == [
+        ("b", "prompts/get", "COMPLETED", {"name": "greet", "arguments": {"who": "you"}})
+    ]
