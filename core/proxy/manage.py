@@ -168,16 +168,22 @@ def set_offer(path: Path, server: str, **offer: bool | None) -> Config:
     return editor.save()
 
 
-def pin_catalog(path: Path, server: str, kind: str, pins: Mapping[str, str]) -> Config:
+def pin_catalog(path: Path, server: str, kind: str, items: Iterable[catalog.Item]) -> Config:
     """Pin a server's prompts or templates (``kind``: prompt_pins or template_pins) as listed
-    now, each key to its pin (core/proxy/catalog.py rule 3); the others are left as they are."""
+    now (core/proxy/catalog.py rule 3), keeping their texts for the next diff; the others are
+    left as they are."""
+    from core.proxy import pinstore
+
     editor = Editor(path)
     if server not in _servers(editor):
         raise ConfigError(f"no server {server}")
-    if pins:
+    items = list(items)
+    for item in items:
+        pinstore.keep_item(pins_dir(path), item.raw)
+    if items:
         table = editor.table("servers", server, kind)
-        for key, pin in pins.items():
-            table[key] = pin
+        for item in items:
+            table[item.key] = item.pin
     return editor.save()
 
 

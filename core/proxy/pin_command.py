@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from core import paths
@@ -46,8 +48,7 @@ def pin(args: argparse.Namespace) -> int:
             text = instructions.evaluate(handshake, None).text if args.tool is None else None
             config = manage.pin(paths.config_path(), args.name, tools, instructions=text)
             for kind, items in listed.items() if args.tool is None else ():  # catalog.py rule 3
-                taken = {i.key: i.pin for i in items.items}
-                config = manage.pin_catalog(paths.config_path(), args.name, kind, taken)
+                config = manage.pin_catalog(paths.config_path(), args.name, kind, items.items)
             server = config.servers[args.name]
         # A changed tool is shown against its text as pinned, when that text was kept; so is a
         # tool pinned before titles and output schemas were, with what re-pinning would add.
@@ -61,13 +62,12 @@ def pin(args: argparse.Namespace) -> int:
         if told.status == instructions.CHANGED and told.text and server.instructions_pin:
             old = pinstore.kept_instructions(pins, server.instructions_pin)
             reworded = pindiff.instructions_diff(args.name, old, told.text)
+        others = {kind: [_item_row(pins, i, getattr(server, kind)) for i in items.items]
+                  for kind, items in listed.items()}  # fmt: skip
     except (SignoffError, OSError) as e:
         return _error(str(e), type(e).__name__)
     rows = [_tool_row(evaluate(t, server.tools.get(t.name)), changes.get(t.name)) for t in tools]
     shown = _instructions_row(told, reworded)
-    others = {kind: [{"key": i.key, "status": catalog.status(i, getattr(server, kind)),
-                      "pin": i.pin, "text": i.raw.decode()} for i in items.items]
-              for kind, items in listed.items()}  # fmt: skip
     if args.json:
         print(json.dumps({"server": args.name, "set_hash": listing.set_hash, "tools": rows,
                           "instructions": shown, **others,
@@ -90,9 +90,11 @@ def pin(args: argparse.Namespace) -> int:
     if shown is not None:
         _print_instructions(shown)
     for kind, rows_of_kind in others.items():
-        for item in rows_of_kind:  # a prompt or template is shown whole unless pinned as it is
+        for item in rows_of_kind:  # a prompt or template is shown unless pinned as it is
             print(f"{kind.split('_')[0]} {visible(item['key'])}: {item['status']}")
-            if item["status"] != "pinned":
+            if item["diff"]:
+                print(visible(item["diff"]))
+            elif item["status"] != "pinned":
                 print(f"    {visible(item['text'])}")
     for what, why in listing.dropped:
         print(f"dropped {what}: {why}")
@@ -125,6 +127,22 @@ def _tool_row(state: ToolState, change: pindiff.ToolDiff | None) -> dict[str, An
         "change": change.summary() if change else None,
         "diff": change.unified() if change and change.kept else None,
     }  # fmt: skip
+
+
+def _item_row(pins: Path, item: catalog.Item, pinned: dict[str, str]) -> dict[str, Any]:
+    """A prompt or template for ``signoff pin``: a changed one with a diff against its text as
+    pinned, when that text was kept (core/proxy/pinstore.py rule 6)."""
+    status, was = catalog.status(item, pinned), pinned.get(item.key)
+    old = pinstore.kept_item(pins, was) if status == "changed" and was else None
+    diff = "" if old is None else "".join(difflib.unified_diff(
+        _lines(old), _lines(item.raw), "pinned", "now"))  # fmt: skip
+    return {"key": item.key, "status": status, "pin": item.pin, "text": item.raw.decode(),
+            "diff": diff or None}  # fmt: skip
+
+
+def _lines(raw: bytes) -> list[str]:
+    text = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    return [line + "\n" for line in text.split("\n")]
 
 
 def _instructions_row(
