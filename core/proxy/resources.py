@@ -395,7 +395,8 @@ class Resources:
 async def catalogs(upstream: Any, timeout: float) -> dict[str, catalog.Catalog]:
     """A server's prompts and resource templates as listed now, for ``signoff pin``: by the
     configuration table their pins go in (prompt_pins, template_pins), each only when the
-    server declared its kind."""
+    server declared its kind and listed it (a refused listing pins nothing of it, and is
+    logged)."""
     found = {}
     kinds = (("prompts", "prompts/list", catalog.PROMPTS),
              ("resources", "resources/templates/list", catalog.TEMPLATES))  # fmt: skip
@@ -404,12 +405,15 @@ async def catalogs(upstream: Any, timeout: float) -> dict[str, catalog.Catalog]:
             continue
         pages: list[bytes] = []
         params: dict[str, Any] = {}
-        for _ in range(MAX_PAGES):
-            answer = await upstream.request(method, params, timeout)
-            pages.append(answer.raw)
-            cursor = answer.result.get("nextCursor")
-            if not cursor:
-                break
-            params = {"cursor": cursor}
-        found[what[2]] = catalog.read(pages, what)
+        try:
+            for _ in range(MAX_PAGES):
+                answer = await upstream.request(method, params, timeout)
+                pages.append(answer.raw)
+                cursor = answer.result.get("nextCursor")
+                if not cursor:
+                    break
+                params = {"cursor": cursor}
+            found[what[2]] = catalog.read(pages, what)
+        except UpstreamError as e:  # its tools are still pinned; nothing of this kind is
+            log.warning("server %s: %s not listed: %s", upstream.server.name, method, e)
     return found

@@ -305,3 +305,12 @@ def test_a_prompt_listing_that_is_not_an_array_is_refused_by_name_and_the_tools_
             assert not (await host.call_tool("read_note", {})).is_error
 
     run(scenario)
+
+
+def test_a_server_that_declares_prompts_but_refuses_to_list_them_still_has_its_tools_pinned(
+    rig: Rig,
+) -> None:
+    rig.add_fake("fake", NOTES_TOOLS, capabilities={"tools": {}, "prompts": {}})  # no prompts
+    pinned = rig.pin("fake")
+    assert [row["status"] for row in pinned["tools"]] == ["pinned", "pinned"]
+    assert "prompt_pins" not in pinned
