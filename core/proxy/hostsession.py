@@ -10,7 +10,8 @@ Rules:
 1. ``initialize`` is negotiated as the SDK negotiates it: the host's protocol version when it is
    one of the handshake's, else the latest. The servers are greeted with that version and with
    the host's ``roots`` capability as the host declared it (core/proxy/upstream.py rule 2). The
-   answer names Signoff, declares ``tools`` (and ``logging`` when a server declares it), and
+   answer names Signoff, declares ``tools`` (and ``logging`` when a server declares it, and
+   ``prompts``, ``resources`` and ``completions`` as core/proxy/resources.py rule 1 says), and
    carries the servers' pinned instructions (core/proxy/instructions.py).
 2. ``server/discover`` (the 2026-07-28 era's opening) is answered "method not found", as a
    server of the handshake era answers it: the host falls back to ``initialize``, which roots,
