@@ -318,7 +318,9 @@ class Resources:
         raise ListingRefused(f"server {server}: a {method} answer of over {MAX_PAGES} pages")
 
     async def _ask(self, server: str, method: str, params: dict[str, Any]) -> Answer:
-        upstream = self.proxy.upstreams[server]
+        upstream = self.proxy.upstreams.get(server)
+        if upstream is None or not upstream.alive:  # died since: started again, as for a call
+            upstream = await self.proxy.servers.restart(server, method)
         return await upstream.request(method, params, self.proxy.config.call_timeout_seconds)
 
     async def _list_prompts(self) -> list[dict[str, Any]]:

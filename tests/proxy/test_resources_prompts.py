@@ -166,11 +166,14 @@ def test_server_memory_knowledge_graph_is_read_through_the_gate(rig: Rig, tmp_pa
     ]
 
 
-def fake_with_prompts(rig: Rig, prompts: list[dict[str, Any]], name: str = "fake") -> Path:
+def fake_with_prompts(
+    rig: Rig, prompts: list[dict[str, Any]], name: str = "fake", **script: Any
+) -> Path:
     listed = rig.home / f"{name}-prompts.json"
     listed.write_text(json.dumps(prompts))
     rig.add_fake(name, NOTES_TOOLS, prompts=str(listed),
-                 capabilities={"tools": {}, "prompts": {"listChanged": True}})  # fmt: skip
+                 capabilities={"tools": {}, "prompts": {"listChanged": True}},
+                 **script)  # fmt: skip
     rig.signoff("servers", "set", name, "--prompts", "on")
     rig.pin(name)
     return listed
@@ -314,3 +317,15 @@ def test_a_server_that_declares_prompts_but_refuses_to_list_them_still_has_its_t
     pinned = rig.pin("fake")
     assert [row["status"] for row in pinned["tools"]] == ["pinned", "pinned"]
     assert "prompt_pins" not in pinned
+
+
+def test_a_server_that_died_since_is_started_again_to_list_its_prompts(rig: Rig) -> None:
+    fake_with_prompts(rig, [GREET], on_call={"read_note": "die"})
+    rig.classify("fake", read_note="read_only", write_note="local_mutation")
+
+    async def scenario() -> None:
+        async with rig.client("fake") as host:
+            assert (await host.call_tool("read_note", {})).is_error  # the server died
+            assert [p.name for p in (await host.list_prompts()).prompts] == ["greet"]
+
+    run(scenario)
