@@ -329,3 +329,11 @@ def test_a_server_that_died_since_is_started_again_to_list_its_prompts(rig: Rig)
             assert [p.name for p in (await host.list_prompts()).prompts] == ["greet"]
 
     run(scenario)
+
+
+def test_servers_set_refuses_an_unknown_server_and_a_change_of_nothing(rig: Rig) -> None:
+    unknown = rig.signoff("servers", "set", "nowhere", "--prompts", "on", check=False)
+    assert unknown.returncode == 2 and "ConfigError" in unknown.stderr
+    rig.add_fake("fake", NOTES_TOOLS)
+    nothing = rig.signoff("servers", "set", "fake", check=False)
+    assert nothing.returncode == 2 and "UsageError" in nothing.stderr
