@@ -13,7 +13,13 @@ from typing import Any
 from core import paths
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError
-from core.proxy import approval_commands, remote_commands, rule_commands, sampling_command
+from core.proxy import (
+    approval_commands,
+    offer_commands,
+    remote_commands,
+    rule_commands,
+    sampling_command,
+)
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.store import Store
@@ -58,6 +64,7 @@ def register(commands: Any) -> None:
     p.add_argument("name", metavar="NAME")
     p.add_argument("new_name", metavar="NEW")
     p.set_defaults(func=servers_rename)
+    offer_commands.register(servers_commands)  # servers set: prompts and resources
     p = servers_commands.add_parser(
         "test",
         help="start a server and list its tools, changing nothing: NAME, or NAME [--env VAR]..."
@@ -300,6 +307,7 @@ def servers_test(args: argparse.Namespace) -> int:
     import asyncio
 
     from core.proxy import instructions, status
+    from core.proxy.pin_command import raw_pages
     from core.proxy.pins import read_listing
     from core.proxy.servers import START_TIMEOUT
 
@@ -318,7 +326,7 @@ def servers_test(args: argparse.Namespace) -> int:
         # Only a configured server's own command leaves a status for the settings dialog.
         noted = argv == [] and configured is not None
         timeout = START_TIMEOUT if args.timeout is None else args.timeout
-        handshake, pages = asyncio.run(_pages(server, timeout))
+        handshake, pages = asyncio.run(raw_pages(server, timeout))
         listing = read_listing(pages)
     except SignoffError as e:
         if noted:
@@ -344,23 +352,6 @@ def servers_test(args: argparse.Namespace) -> int:
     elif told.reason:
         print(f"instructions refused: {told.reason}")
     return EXIT_OK
-
-
-async def _pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], list[bytes]]:
-    """The server's ``initialize`` result and its raw ``tools/list`` answers."""
-    from core import private_files
-    from core.proxy.asks import listing
-    from core.proxy.http_upstream import upstream_for
-    from core.proxy.upstream import no_roots
-
-    log_dir = paths.data_dir() / "logs"
-    private_files.make_dir(log_dir)
-    upstream = upstream_for(server, log_dir / f"{server.name}.log", on_message=no_roots)
-    await upstream.start(timeout, listing(server))
-    try:
-        return upstream.initialize_result, await upstream.list_tools(timeout)
-    finally:
-        await upstream.close()
 
 
 def classify(args: argparse.Namespace) -> int:

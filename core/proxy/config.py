@@ -21,6 +21,7 @@ call_timeout_seconds = 120       # this server's calls (a tool's own setting com
 result_limit_bytes = 4194304     # this server's results (the top-level setting otherwise)
 instructions_pin = "…sha256…"    # the server's instructions as the operator pinned them
 sampling = true                  # may ask the host's model (default false)
+prompts = false                  # true: its pinned prompts offered, resources likewise (catalog.py)
 
 [servers.fs.tools.write_file]
 class = "local_mutation"         # read_only, local_mutation, remote_mutation, destructive
@@ -64,7 +65,7 @@ from core import rules as argument_rules
 from core.canonical import JSONValue
 from core.errors import ConfigError, JSONRefused, RuleRefused, TTLRefused
 from core.policy import ConfigPolicy, Rule
-from core.proxy import remote  # a remote server's URL and headers (and their secrets)
+from core.proxy import catalog, remote  # prompts and resources; a remote server's URL and headers
 from core.rules import ArgumentRule
 from core.tools import SideEffect
 
@@ -110,6 +111,10 @@ class ServerConfig:
     url: str = ""  # a remote server's (core/proxy/remote.py): then ``command`` is ""
     headers: dict[str, str] = field(default_factory=dict)  # values hold references, never secrets
     sampling: bool = False  # may ask the host's model (core/proxy/asks.py)
+    prompts: bool = False  # prompts offered (core/proxy/catalog.py rule 4)
+    resources: bool = False  # resources and their templates offered
+    prompt_pins: dict[str, str] = field(default_factory=dict)  # by prompt name
+    template_pins: dict[str, str] = field(default_factory=dict)  # by URI template
 
 
 @dataclass(frozen=True)
@@ -321,7 +326,8 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
         raise where.error(key, "a server name is letters, digits, '-' and '_' (at most 32)")
     table = _table(raw, key, where)
     known = {"command", "args", "env", "tools", "call_timeout_seconds", "result_limit_bytes",
-             "instructions_pin", "url", "headers", "auth", "sampling"}  # fmt: skip
+             "instructions_pin", "url", "headers", "auth", "sampling",
+             *catalog.SERVER_KEYS}  # fmt: skip
     _known(table, known, key, where)
     url, headers = remote.read(table, key, where)
     command = table.get("command", "" if url else None)
@@ -342,9 +348,10 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
     sampling = table.get("sampling", False)
     if not isinstance(sampling, bool):
         raise where.error((*key, "sampling"), "sampling is true or false")
+    offer = catalog.server_keys(table, key, where)  # prompts, resources and their pins
     return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout,
                         result_limit_bytes=limit, instructions_pin=instructions_pin,
-                        url=url, headers=headers, sampling=sampling)  # fmt: skip
+                        url=url, headers=headers, sampling=sampling, **offer)  # fmt: skip
 
 
 def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:

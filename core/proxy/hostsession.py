@@ -11,7 +11,8 @@ Rules:
    one of the handshake's, else the latest. The servers are greeted with that version and with
    the host's ``roots`` and ``elicitation`` as the host declared them, ``sampling`` only to a
    server allowed it (core/proxy/asks.py rule 1; core/proxy/upstream.py rule 2). The
-   answer names Signoff, declares ``tools`` (and ``logging`` when a server declares it), and
+   answer names Signoff, declares ``tools`` (and ``logging`` when a server declares it, and
+   ``prompts``, ``resources`` and ``completions`` as core/proxy/resources.py rule 1 says), and
    carries the servers' pinned instructions (core/proxy/instructions.py).
 2. ``server/discover`` (the 2026-07-28 era's opening) is answered "method not found", as a
    server of the handshake era answers it: the host falls back to ``initialize``, which roots,
@@ -24,7 +25,8 @@ Rules:
 4. ``ping`` is answered by Signoff. ``logging/setLevel`` goes to every running server that
    declared ``logging`` (when none did, to every running server, so each answers for itself):
    with one, the host gets its answer unchanged; with several, success when one took it, else
-   the first error. Any other method: "method not found".
+   the first error. Prompts, resources and completion are core/proxy/resources.py's to answer,
+   and the kinds its servers offer are declared. Any other method: "method not found".
 5. A server's ``roots/list`` is asked of the host once the host said it is initialized, and its
    answer (result or error) handed back unchanged, each wait ``ROOTS_WAIT`` at most; to a host
    that declared no roots it is "method not found", as such a client answers. The roots each
@@ -58,6 +60,7 @@ from core.errors import SignoffError, UpstreamRefused
 from core.proxy import answers, asks
 from core.proxy.config import Config
 from core.proxy.hostline import INVALID_REQUEST, Message
+from core.proxy.resources import METHODS
 from core.proxy.server import Proxy
 from core.proxy.upstream import Upstream
 from core.store import Store
@@ -164,6 +167,8 @@ class HostSession:
             return await self._call(params, cancelled)
         if method == "logging/setLevel":
             return await self._set_level(params)
+        if method in METHODS:  # prompts, resources, completion (core/proxy/resources.py)
+            return await self.proxy.resources.answer(method, params, self.proxy.host, cancelled)
         return _error(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -191,6 +196,7 @@ class HostSession:
         declared: dict[str, Any] = {"tools": {"listChanged": False}}
         if any("logging" in u.capabilities for u in self.proxy.upstreams.values()):
             declared["logging"] = {}
+        declared.update(self.proxy.resources.capabilities())  # only what servers offer
         return declared
 
     async def _call(self, params: dict[str, Any], cancelled: asyncio.Event) -> dict[str, Any]:
@@ -294,6 +300,9 @@ class HostSession:
             self.asks.withdraw(upstream, params.get("requestId"))
         elif method == asks.COMPLETE and "elicitation" in self.host_capabilities:
             await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
+        elif self.proxy.resources.forwards(upstream.server.name, method):
+            sent = {"params": message["params"]} if isinstance(message.get("params"), dict) else {}
+            await self._deliver({"jsonrpc": "2.0", "method": method, **sent})
         elif method == "notifications/tools/list_changed":
             upstream.note(b"tools/list_changed ignored: the tool set is fixed at start")
         else:

@@ -60,6 +60,7 @@ from core.proxy.cancel import HOST_CALL, HostCall, current, host_gave_up
 from core.proxy.config import Config, stamp
 from core.proxy.offered import Exposed, Offered
 from core.proxy.recall import Raced, Recall, close_run, format_time_now, still_latest
+from core.proxy.resources import Resources
 from core.proxy.rules import ProxyRules
 from core.proxy.servers import Servers
 from core.proxy.upstream import CEILING, Cancelled, Greeting, OnMessage, Upstream
@@ -119,6 +120,7 @@ class Proxy:
         )
         self.on_server_message: OnMessage | None = None  # the host session's, once it serves
         self.roots: dict[str, Any] = {}  # the roots each server was last given by the host
+        self.resources = Resources(self)  # prompts, resources, completion (decision 0055)
         self.policy = ProxyRules(
             config.policy(), OwnFiles.of(store.path, config_path, cwd=working_directory())
         )
@@ -157,6 +159,7 @@ class Proxy:
         await self.servers.start(self.names, greeting)
         self.offered.expose(self.servers.listings)
         tools = [self._gate_tool(e) for e in self.exposed.values()]
+        tools += self.resources.gate_tools()  # a get or a read is a run (resources.py rule 3)
         self.gate = Gate(
             GateConfig(store=self.store, tools=tools, policy=self.policy, owner="proxy")
         )
@@ -269,6 +272,7 @@ class Proxy:
         *,
         cancelled: asyncio.Event | None = None,
         progress: str | int | None = None,
+        exposed: Exposed | None = None,
     ) -> Result:
         """A host's call, made in a task of its own that the host's cancellation (or its going
         away) does not interrupt: an upstream call in flight is cancelled at the server and its
@@ -277,7 +281,7 @@ class Proxy:
         ``progress``: the host's progress token."""
         event = cancelled or asyncio.Event()
         task = asyncio.ensure_future(
-            self.call(name, arguments, event, host=host, progress=progress)
+            self.call(name, arguments, event, host=host, progress=progress, exposed=exposed)
         )
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
@@ -295,11 +299,13 @@ class Proxy:
         *,
         host: host_identity.Host | None = None,
         progress: str | int | None = None,
+        exposed: Exposed | None = None,
     ) -> Result:
         """The ``result`` the host receives for its call. ``cancelled``: set when the host gave
         up on this call (rule 3); ``host``: who made it (rule 4), this proxy's ``host`` when not
-        given; ``progress``: the host's progress token. A server's JSON-RPC error to the call
-        is raised (``UpstreamRefused``), to reach the host as that error."""
+        given; ``progress``: the host's progress token; ``exposed``: the gate's tool for a
+        prompt's get or a resource's read (core/proxy/resources.py). A server's JSON-RPC error
+        to the call is raised (``UpstreamRefused``), to reach the host as that error."""
         HOST_CALL.set(HostCall(cancelled, progress))  # this call's task's own context
         self.reload_rules()
         host = host or self.host
@@ -312,7 +318,7 @@ class Proxy:
                 " again.",
                 error=True,
             )
-        exposed = self.exposed.get(name)
+        exposed = exposed or self.exposed.get(name)
         if exposed is None:
             why = self.offered.why_not(name, self.servers.problems)
             return answers.text(f"Signoff: {name} is not available: {why}", error=True)
