@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
@@ -21,19 +22,27 @@ from core.errors import SignoffError
 from core.proxy import config as configuration
 from core.proxy.review import Waiting, waiting
 
+if TYPE_CHECKING:
+    from app.settings import SettingsWindow
+
 log = logging.getLogger("signoff.app")
 REVIEW_WHY = "They are not offered until you review them; the tray menu opens them."
 KEY = "review-server"  # an entry's data: {KEY: server}, never a request's id (a str)
 
 
 class ReviewNotice(QObject):
-    """The servers with tools waiting (``waiting``), and their menu entries; choosing one emits
-    ``open_server`` with the server's name."""
+    """The servers with tools waiting (``waiting``), and their menu entries; choosing one opens
+    the window ``open_settings`` gives on that server's tools."""
 
-    open_server = Signal(str)
-
-    def __init__(self, config_path: Path, status_dir: Path, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        config_path: Path,
+        status_dir: Path,
+        open_settings: Callable[[], SettingsWindow],
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
+        self._open_settings = open_settings
         self.config_path = config_path
         self.status_dir = status_dir
         self.waiting: tuple[Waiting, ...] = ()
@@ -73,4 +82,12 @@ class ReviewNotice(QObject):
         """A menu entry was chosen: one of ours opens its server's tools."""
         data = action.data()
         if isinstance(data, dict) and isinstance(data.get(KEY), str):
-            self.open_server.emit(data[KEY])
+            self.open_tools(data[KEY])
+
+    def open_tools(self, server: str) -> SettingsWindow:
+        """Settings on ``server``'s tools, listed afresh: the tools waiting are shown, not the
+        listing the window saw before the server added them."""
+        settings = self._open_settings()
+        settings.state.listings.pop(server, None)
+        settings.servers.show_tools.emit(server)
+        return settings

@@ -12,8 +12,11 @@ Rules:
    opened, the rule matches this exact request and nothing else.
 2. The conditions are core/rules.py's shorthands (``equals``, ``under_folder``, ``pattern``,
    ``at_most``, joined by ``on_arguments``), offered by the value's type and prefilled from it
-   (app/rule_conditions.py); "any value" sets none. What the rule will do is said in words,
-   and its JSON Schema is one click away.
+   (app/rule_conditions.py); "any value" sets none. An allow rule also names every argument
+   ("any value" as ``{}``) and allows no other (``closed``): a call that adds one is not the
+   request the rule was made from, and asks; a reject rule is left open, since closing it
+   would let another argument escape it. What the rule will do is said in words, and its
+   JSON Schema is one click away.
 3. An allow rule on a destructive tool (as the request was recorded, or as the tool is
    classified now) is saved only once the operator ticked that they understand
    (``confirm_destructive``): Save stays disabled until then. A tool classified destructive
@@ -311,9 +314,15 @@ class RuleEditor(QDialog):
 
     def draft(self) -> ArgumentRule:
         """The rule as the editor says it now; a named ``SignoffError`` when it cannot be one."""
+        # An allow rule names every argument and no other (rule 2): a call adding one, an
+        # optional flag or a second path, is not the request it was made from, and asks. A
+        # reject rule names only the conditions chosen: another argument must not escape it.
+        closed = self.effect_chosen is Effect.ALLOW
         when = rules.on_arguments(
-            (row.name, found) for row in self.rows if (found := row.condition()) is not None
-        )
+            ((row.name, {} if found is None else found) for row in self.rows
+             if (found := row.condition()) is not None or closed),
+            closed=closed,
+        )  # fmt: skip
         text = self.expires_text()
         expires = rules.expiry(text, self.clock()) if text and text != "never" else None
         return ArgumentRule.make(self.server, self.tool, self.effect_chosen, when,
@@ -323,6 +332,11 @@ class RuleEditor(QDialog):
         """What the rule will do, in words."""
         said = [w for row in self.rows if (w := row.words())]
         what = " and ".join(said) if said else "whatever its arguments"
+        if rule.effect is Effect.ALLOW and not said:  # closed (rule 2): named, any values
+            named = ", ".join(row.name for row in self.rows) or "no argument"
+            what = f"it sets {named} to any value"
+        if rule.effect is Effect.ALLOW:
+            what += ", and no other argument"
         verb = "allow, without asking," if rule.effect is Effect.ALLOW else "reject"
         until = (
             f"until {rule.expires.astimezone().strftime('%Y-%m-%d %H:%M')}"

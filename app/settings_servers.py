@@ -7,6 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -87,6 +88,13 @@ class ServerEditor(QDialog):
         form.addRow("Command", self.command)
         form.addRow("Arguments", self.args)
         form.addRow("Variables passed through", self.env)
+        # Off until the operator turns them on (decision 0055); pinned with the tools.
+        self.prompts = QCheckBox("Offer its prompts to hosts, once pinned")
+        self.resources = QCheckBox("Offer its resources to hosts; each read is recorded")
+        self.prompts.setChecked(bool(server and server.prompts))
+        self.resources.setChecked(bool(server and server.resources))
+        form.addRow("Beside its tools", self.prompts)
+        form.addRow("", self.resources)
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.test)
         test_row = QHBoxLayout()
@@ -179,6 +187,10 @@ class ServerEditor(QDialog):
                     new_name=server.name,
                 )
             )
+        now = self.state.config.servers.get(server.name)
+        offer = {"prompts": self.prompts.isChecked(), "resources": self.resources.isChecked()}
+        if not error and now is not None and offer != {k: getattr(now, k) for k in offer}:
+            error = self.state.apply(lambda p: manage.set_offer(p, server.name, **offer))
         if error:
             self.say(f"Not saved: {error}")
             return
@@ -264,7 +276,8 @@ class ServersPage(QWidget):
                 tools, needs, seen = f"{len(server.tools)} configured", "a test", "never"
             if error:
                 seen = f"failed: {error}"
-            cells = (server.name, shlex.join([server.command, *server.args]), tools, needs, seen)
+            started = shlex.join([server.command, *server.args]) if server.command else server.url
+            cells = (server.name, started, tools, needs, seen)
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)

@@ -39,6 +39,7 @@ from app.settings import SettingsWindow
 from app.watcher import Watcher
 from app.words import class_words
 from core import grants, operator_key, paths
+from core.anchor import Anchor
 from core.approvals import approve, reject
 from core.demo import first_start
 from core.errors import SignoffError
@@ -137,8 +138,8 @@ class TrayApp(QObject):
         self.icon_look: Look | None = None  # the highest look waiting, as the icon shows it
         self.history: HistoryWindow | None = None
         self.settings: SettingsWindow | None = None
-        self.review = ReviewNotice(self.config_path, data_dir / "status", self)  # tools waiting
-        self.review.open_server.connect(self.open_tools)
+        # Servers with tools to review: menu entries opening Settings on them (app/review_notice)
+        self.review = ReviewNotice(self.config_path, data_dir / "status", self.open_settings, self)
         self.menu.triggered.connect(self.review.chosen)
         self.notifications = self._notifications()
         self.watcher = Watcher(store.path, self)
@@ -172,7 +173,12 @@ class TrayApp(QObject):
         self._sweeper.start()
 
     def stop(self) -> None:
-        self._app_session(grants.end_app_session)  # "until Signoff quits": now
+        if self._app_session(grants.end_app_session):  # "until Signoff quits": now
+            # The witness stops with the app: the end is kept in the keyring here, so that a
+            # database cut back to before it is seen (core/grants.py rule 6).
+            problem = grants.keep_end(self.store, Anchor(self.witness.heads))
+            if problem:
+                log.error("the grants' end is recorded but not kept in the keyring: %s", problem)
         self._sweeper.stop()
         self.demo.stop()
         self.watcher.close()
@@ -182,13 +188,15 @@ class TrayApp(QObject):
         self.witness.close()
         self.tray.hide()
 
-    def _app_session(self, end: Callable[[Store, str], int]) -> None:
-        """End the "until Signoff quits" grants ``end`` names; a store that cannot be written
-        now never keeps the app from starting or quitting (their cap ends them: core/grants)."""
+    def _app_session(self, end: Callable[[Store, str], int]) -> int:
+        """End the "until Signoff quits" grants ``end`` names, and say how many; a store that
+        cannot be written now never keeps the app from starting or quitting (their cap ends
+        them: core/grants)."""
         try:
-            end(self.store, self.session)
+            return end(self.store, self.session)
         except SignoffError as e:
             log.error("the grants of this app's session could not be ended: %s", e)
+            return 0
 
     # --- reacting to the store ---------------------------------------------------------
 
@@ -344,12 +352,6 @@ class TrayApp(QObject):
         self.settings.raise_()
         self.settings.activateWindow()
         return self.settings
-
-    def open_tools(self, server: str) -> None:
-        """Settings on ``server``'s tools: the tray's entry for tools to review."""
-        settings = self.open_settings()
-        settings.state.listings.pop(server, None)  # listed afresh: the tools waiting are shown
-        settings.servers.show_tools.emit(server)
 
     def recheck_history(self) -> None:
         """The history's re-check of every run against the rules as they are now."""

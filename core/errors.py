@@ -193,6 +193,11 @@ class RuleConditionInvalid(RuleRefused):
     shorthand, such as a folder that is not absolute, cannot be made into one)."""
 
 
+class RuleIdMismatch(RuleRefused):
+    """A rule's id is not the one its server, tool, effect, condition and expiry make: it was
+    changed by hand, and "allowed by rule R" would name something else (core/rules.py rule 8)."""
+
+
 class RuleExpiryInvalid(RuleRefused):
     """A rule's expiry cannot be read as a duration or a time, or is not in the future."""
 
@@ -371,6 +376,45 @@ class UpstreamRefused(UpstreamProtocolError):
 
 class ListingRefused(UpstreamError):
     """The server's tool listing is refused whole: a name twice, or past the bounds."""
+
+
+# --- Remote servers over Streamable HTTP (core/proxy/remote.py, core/proxy/http_upstream.py) --
+
+
+class RemoteConfigRefused(ConfigError):
+    """A remote server's URL or header is refused (plain http beyond this computer, a header
+    Signoff sets itself, a secret written into the file): config.toml is left as it was."""
+
+
+class RemoteSecretMissing(UpstreamStartFailed):
+    """A header names an environment variable or a keyring secret that is not there (or holds
+    what no header may carry): the server is not contacted. The message names it, never a
+    value."""
+
+
+class UpstreamTokenRefused(UpstreamError):
+    """The remote server answered HTTP 401 or 403: the credentials its headers carry were
+    refused, and the request was not run. The token itself is never shown."""
+
+
+class UpstreamUnreachable(UpstreamNotDelivered):
+    """The remote server could not be reached (connection refused, no such host, TLS failed):
+    no request was made."""
+
+
+class UpstreamNotMCP(UpstreamGone):
+    """The remote server's HTTP answer is not MCP (a web page, a redirect, a status with no
+    JSON-RPC answer): whether a call it so answered ran is not known."""
+
+
+class UpstreamSessionExpired(UpstreamNotDelivered):
+    """The remote server no longer knows Signoff's session (HTTP 404 with a session id): the
+    request was not run, and the server is greeted anew before the next one."""
+
+
+class SamplingRefused(SignoffError):
+    """A server asked the host's model (sampling) and may not: the operator has not allowed it
+    for this server, or the host offers none. The host never saw the request."""
 
 
 class ToolFailed(SignoffError):

@@ -21,11 +21,17 @@ Rules (decision 0050):
    ``grant.revoked`` of it. Anything else (a row written into the database directly, an
    ``until`` moved, a revocation undone) is not a grant: the call asks as if there were none.
    Unsigned grants are honoured only where an unsigned decision would be (operator_key rule 4).
+   With an anchor (core/anchor.py), the database must also still hold the head kept in the
+   keyring: one cut back to before a revocation the keyring saw is not trusted with a grant
+   (the call asks; ``DatabaseRestored`` is logged).
 6. Ending a grant needs no key (it only takes away): ``revoke`` by its id, ``end_app_session``
-   when the app quits, ``start_app_session`` ending every other session's when it starts.
+   when the app quits, ``start_app_session`` ending every other session's when it starts. Who
+   ends one keeps the head that holds the end in the keyring (``signoff grants revoke``, the
+   app at quit; the app's witness while it runs), so that cutting the end off is seen (rule 5).
 7. The proxy's duplicate rule yields to a grant (the operator chose repetition) when the
    earlier identical call completed; a call whose earlier run may have run with its outcome
-   unknown, or another host's identical call not ended yet, still asks. A deny, an abort and
+   unknown (at any age, past the duplicate window too), or another host's identical call not
+   ended yet, still asks. A deny, an abort and
    the rule for Signoff's own files stand (core/proxy/server.py ``ProxyRules``).
 """
 
@@ -36,12 +42,23 @@ import secrets
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from core import canonical, operator_key
 from core.canonical import JSONValue
-from core.errors import JSONRefused, OperatorKeyUnavailable, ScopeRefused, UnknownGrant
+from core.errors import (
+    DatabaseRestored,
+    HeadUnavailable,
+    JSONRefused,
+    OperatorKeyUnavailable,
+    ScopeRefused,
+    UnknownGrant,
+)
 from core.records import ApprovalView
 from core.store import Store, Transaction, format_time, utc_now
+
+if TYPE_CHECKING:
+    from core.anchor import Anchor
 from core.tools import SideEffect
 
 VERSION = "signoff.grant.v1"
@@ -256,6 +273,20 @@ def revoke(store: Store, grant_id: str, *, by: str, at: str | None = None) -> Gr
     return _grant(row)
 
 
+def keep_end(store: Store, anchor: Anchor | None = None) -> str:
+    """Keep the database's head, which holds the grants just ended, in the keyring (rule 6);
+    "" when kept, else why not (the end stands: it is in the chain)."""
+    from core.anchor import Anchor
+    from core.errors import SignoffError
+    from core.heads import KeyringHeadStore
+
+    try:
+        (anchor or Anchor(KeyringHeadStore())).advance(store, store.head(), latest=True)
+    except SignoffError as e:
+        return f"{e} [{type(e).__name__}]"
+    return ""
+
+
 def start_app_session(store: Store, session: str, *, by: str = "signoff app") -> int:
     """The app starts: every "until Signoff quits" grant of another session ends (an app that
     quit without ending its own). The number ended."""
@@ -309,7 +340,12 @@ def used_by(conn: sqlite3.Connection, run_ids: list[str]) -> dict[str, str]:
 
 
 async def live(
-    store: Store, operator: operator_key.OperatorKey, call_hash: str, now: str | None = None
+    store: Store,
+    operator: operator_key.OperatorKey,
+    call_hash: str,
+    now: str | None = None,
+    *,
+    anchor: Anchor | None = None,
 ) -> tuple[Grant | None, list[str]]:
     """The grant this call may run under now (rule 5), and why each row that claimed to cover
     it does not. The keyring is read off the event loop, and only when a row claims a grant."""
@@ -320,6 +356,19 @@ async def live(
         found = candidates(conn, call_hash, now)
     if not found:
         return None, []
+    if anchor is not None:
+        from core.anchor import holds
+
+        # Read from the keyring itself, not the head this process last kept: the end was kept
+        # by another process (rule 6). The keyring on a thread of its own, the database here.
+        try:
+            kept = await asyncio.to_thread(anchor.heads.load, store.path)
+            if kept is not None:
+                holds(store, kept)
+        except HeadUnavailable as e:
+            return None, [f"the chain's head cannot be read from the keyring: {e} [NotAnchored]"]
+        except DatabaseRestored as e:
+            return None, [f"{e} [{type(e).__name__}]"]
     try:
         key = await asyncio.to_thread(operator.key, store.database_id)
     except OperatorKeyUnavailable as e:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import sys
 from typing import Any
 
 from core import paths
@@ -59,5 +60,9 @@ def revoke_grant(args: argparse.Namespace) -> int:
 
     with Store.open(paths.database_path()) as store:
         ended = grants.revoke(store, args.grant, by=f"operator:{getpass.getuser()}")
+        problem = grants.keep_end(store)  # so that cutting the end off is seen (rule 6)
     print(f"ended {ended.id} ({ended.server}/{ended.tool}): the next identical call asks again")
+    if problem:
+        print(f"signoff: the end is recorded but not kept in the keyring: {problem}",
+              file=sys.stderr)  # fmt: skip
     return EXIT_OK

@@ -36,6 +36,9 @@ NO_RUN_KINDS = (
     "operator.keyed",
     "config.recorded",
     "results.pruned",
+    "elicitation.asked",  # core/proxy/asks.py
+    "sampling.asked",
+    "sampling.answered",
 )
 
 

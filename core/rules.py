@@ -12,11 +12,19 @@ Rules:
    the tool's fixed values (core/proxy/config.py) over them.
 3. A rule whose expiry is at or before the time it is asked about does nothing.
 4. Of the live rules on a tool, a matching ``reject`` rule decides before any ``allow`` rule
-   (the lowest id first, so the same request always names the same rule).
+   (the lowest id first, so the same request always names the same rule). A ``reject`` rule
+   matches the arguments as sent, and also as they read loosened (``loosened``: control
+   characters dropped, each path's ``.``, ``..`` and doubled separators folded): a path
+   spelled ``/a/./b``, ``/x/../a/b`` or ``//a/b`` is as rejected as ``/a/b``. Loosening only
+   ever adds matches, so it is never used for ``allow``.
 5. An ``allow`` rule does not decide a request any of whose strings (at any depth, object keys
    too) holds a ``..`` path segment: such a request is decided as if there were no rule (it
    is asked). A folder condition compares text (``under_folder``), so ``/notes/../secrets``
-   would otherwise read as inside ``/notes``.
+   would otherwise read as inside ``/notes``; it also refuses a path holding a control
+   character (``/notes\n`` is not in ``/notes``), and a pattern never matches a text ending in
+   a line break (a pattern's ``$`` would match before it).
+8. A rule's id is the one its contents make (rule 1): a rule whose id is not is refused by
+   name (``RuleIdMismatch``), so "allowed by rule R" always names what decided.
 6. An ``allow`` rule on a destructive tool decides only when the operator confirmed it for a
    destructive tool (``destructive``); one made before the tool was classified destructive
    does nothing until it is made again with that confirmation.
@@ -36,12 +44,13 @@ from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
 
-from core import canonical
+from core import canonical, marks
 from core.canonical import JSONValue
 from core.errors import (
     JSONRefused,
     RuleConditionInvalid,
     RuleExpiryInvalid,
+    RuleIdMismatch,
     RuleRefused,
     SchemaRefused,
 )
@@ -52,6 +61,9 @@ KEYS = ("effect", "when", "expires", "note", "destructive")  # a rule's table in
 # refuse. A word of prose ("wait...") holds none.
 DOT_SEGMENT = r"(^|[/\\])\.\.?([/\\]|$)"
 _DOT_SEGMENT = re.compile(DOT_SEGMENT)
+CONTROL = r"[\x00-\x1f\x7f]"  # what no folder's path holds (rule 5)
+_CONTROL = re.compile(CONTROL)
+LINE_END = r"\n$"  # a text ending in a line break, which a pattern's $ lets through (rule 5)
 _DURATION = re.compile(r"(\d{1,6})\s*(s|m|min|h|d|w)")
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86_400, "w": 604_800}
 
@@ -159,9 +171,16 @@ def from_table(server: str, tool: str, rule: str, table: Mapping[str, Any]) -> A
     note, destructive = table.get("note", ""), table.get("destructive", False)
     if not isinstance(note, str) or not isinstance(destructive, bool):
         raise RuleRefused("note is text, destructive true or false")
-    return ArgumentRule(rule, server, tool, effect, check_condition(when),
+    made = ArgumentRule(rule, server, tool, effect, check_condition(when),
                         None if expires is None else read_time(expires), note,
                         destructive)  # fmt: skip
+    own = rule_id(server, tool, effect, made.when, made.expires)
+    if rule != own:  # rule 8
+        raise RuleIdMismatch(
+            f"{rule} is not this rule's id: its server, tool, effect, condition and expiry make"
+            f" {own} (a rule changed by hand keeps no id; remove it and add it again)"
+        )
+    return made
 
 
 def check_condition(when: Any) -> dict[str, JSONValue]:
@@ -202,12 +221,14 @@ def at_most(bound: float) -> dict[str, JSONValue]:
 
 
 def pattern(regex: str) -> dict[str, JSONValue]:
-    return {"type": "string", "pattern": regex}
+    """A text the regular expression finds, not ending in a line break (rule 5)."""
+    return {"type": "string", "pattern": regex, "not": {"pattern": LINE_END}}
 
 
 def under_folder(folder: str) -> dict[str, JSONValue]:
     """An absolute path that is ``folder`` or inside it, compared as text, with no ``.`` or
-    ``..`` segment anywhere (so ``/notes/../secrets`` is not inside ``/notes``). The folder
+    ``..`` segment and no control character anywhere (so ``/notes/../secrets`` is not inside
+    ``/notes``, nor ``/notes`` and a line break beside it: rule 5). The folder
     must be absolute and written plainly (no ``.``, ``..`` or doubled separators)."""
     plain = folder.rstrip("/") or "/"
     if not folder.startswith("/") or "//" in plain or posixpath.normpath(plain) != plain:
@@ -216,18 +237,26 @@ def under_folder(folder: str) -> dict[str, JSONValue]:
         )
     head = "" if plain == "/" else re.escape(plain)
     return {"type": "string", "pattern": f"^{head}(/|$)",
-            "not": {"pattern": DOT_SEGMENT}}  # fmt: skip
+            "not": {"pattern": f"{DOT_SEGMENT}|{CONTROL}"}}  # fmt: skip
 
 
-def on_arguments(conditions: Iterable[tuple[str, dict[str, JSONValue]]]) -> dict[str, JSONValue]:
-    """Per-argument conditions as one schema: each argument present and meeting all of its."""
+def on_arguments(
+    conditions: Iterable[tuple[str, dict[str, JSONValue]]], *, closed: bool = False
+) -> dict[str, JSONValue]:
+    """Per-argument conditions as one schema: each argument present and meeting all of its
+    (``{}``: any value). ``closed``: and no other argument (for an ``allow`` rule that is to
+    match one request's shape only; never for a ``reject`` rule, which it would narrow)."""
     each: dict[str, list[JSONValue]] = {}
     for name, condition in conditions:
         each.setdefault(name, []).append(condition)
     properties: dict[str, JSONValue] = {
         name: found[0] if len(found) == 1 else {"allOf": found} for name, found in each.items()
     }
-    return {"type": "object", "properties": properties, "required": list(each)}
+    schema: dict[str, JSONValue] = {"type": "object", "properties": properties,
+                                    "required": list(each)}  # fmt: skip
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
 
 
 # --- time ------------------------------------------------------------------------------
@@ -241,11 +270,13 @@ def read_time(text: str) -> datetime:
     """A time as written in config.toml or given: ISO 8601; without a zone, local time."""
     try:
         moment = datetime.fromisoformat(text.strip())
+        if moment.tzinfo is None:
+            moment = moment.astimezone()  # as the person who typed it reads a clock
+        return moment.astimezone(UTC).replace(microsecond=0)
     except ValueError:
         raise RuleExpiryInvalid(f"{text!r} is not a time (2026-12-31T18:00:00Z)") from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # as the person who typed it reads a clock
-    return moment.astimezone(UTC).replace(microsecond=0)
+    except OverflowError:  # a time at the calendar's edge, moved to UTC
+        raise RuleExpiryInvalid(f"{text!r} is further than a date can be written") from None
 
 
 def expiry(text: str, now: datetime) -> datetime:
@@ -273,8 +304,13 @@ def deciding(
     """The rule that decides a request with these ``arguments`` (as the server will receive
     them), at ``now``: rules 3 to 6. None: no rule decides."""
     live = sorted((r for r in rules if not r.expired(now)), key=lambda r: r.id)
+    loose: JSONValue | None = None
     for rule in live:
-        if rule.effect is Effect.REJECT and rule.matches(arguments):
+        if rule.effect is not Effect.REJECT:
+            continue
+        if loose is None:
+            loose = loosened(arguments)
+        if rule.matches(arguments) or rule.matches(loose):  # rule 4
             return rule
     if has_dot_segment(arguments):
         return None
@@ -283,6 +319,23 @@ def deciding(
         if rule.effect is Effect.ALLOW and allowed_here and rule.matches(arguments):
             return rule
     return None
+
+
+def loosened(value: JSONValue) -> JSONValue:
+    """The arguments as a reject rule also reads them (rule 4): each string without control
+    characters and, when it holds a separator, as a path with its ``.``, ``..`` and doubled
+    separators folded (``//a`` too, which POSIX keeps)."""
+    if isinstance(value, str):
+        text = _CONTROL.sub("", value)
+        if "/" in text or "\\" in text:
+            text = posixpath.normpath(text.replace("\\", "/"))
+            text = "/" + text.lstrip("/") if text.startswith("/") else text
+        return text
+    if isinstance(value, list):
+        return [loosened(item) for item in value]
+    if isinstance(value, dict):
+        return {key: loosened(item) for key, item in value.items()}
+    return value
 
 
 def has_dot_segment(arguments: JSONValue) -> bool:
@@ -318,7 +371,7 @@ def words(rule: ArgumentRule) -> str:
     """A rule's condition in words: "path is in the folder /home/u/notes", "to is one of a@x,
     b@y", "any arguments". The shapes the shorthands make are said exactly; any other condition
     (a hand-written ``--when``) is ``HAND_WRITTEN``, and its JSON is for a tooltip."""
-    return _said(rule.when) or HAND_WRITTEN
+    return marks.visible(_said(rule.when) or HAND_WRITTEN, lines=False)
 
 
 def expiry_words(
@@ -340,12 +393,15 @@ def _said(when: Mapping[str, Any]) -> str | None:
             return None
         return " and ".join(s for s in each if s and s != "any arguments") or "any arguments"
     properties, required = when.get("properties"), when.get("required")
-    shaped = set(when) == {"type", "properties", "required"} and when.get("type") == "object"
+    closed = when.get("additionalProperties") is False
+    keys = {"type", "properties", "required"} | ({"additionalProperties"} if closed else set())
+    shaped = set(when) == keys and when.get("type") == "object"
     if not (shaped and isinstance(properties, dict) and properties and isinstance(required, list)):
         return None
     if sorted(map(str, required)) != sorted(properties):
         return None
-    return _all([_named(name, _value_said(c)) for name, c in properties.items()])
+    said = _all([_named(name, _value_said(c)) for name, c in properties.items()])
+    return f"{said}, and no other argument" if said is not None and closed else said
 
 
 def _named(name: str, said: str | None) -> str | None:
@@ -365,6 +421,8 @@ def _value_said(condition: Any) -> str | None:
     each = condition.get("allOf")
     if set(condition) == {"allOf"} and isinstance(each, list) and each:
         return _all([_value_said(c) for c in each])
+    if not condition:
+        return "is any value"
     if set(condition) == {"const"}:
         return f"is {_shown(condition['const'])}"
     found = condition.get("anyOf")

@@ -36,6 +36,13 @@ Events of no run (the operator's configuration; no state table changes):
                                                          (core/proxy/config_record.py)
 - ``results.pruned``   {runs, kept_days}                 whole large results no re-call took
                                                          (core/kept_results.py)
+- ``elicitation.asked`` {server, host, mode, message_sha256, outcome, fields}
+                                                         a server asked the user; the action,
+                                                         never what was typed (core/proxy/asks.py)
+- ``sampling.asked``   {server, host, request_sha256, request_bytes, outcome, why?}
+                                                         a server asked the host's model:
+                                                         forwarded (recorded first) or refused
+- ``sampling.answered`` {server, request_sha256, outcome, answer_sha256?}  what came back
 """
 
 from __future__ import annotations

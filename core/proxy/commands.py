@@ -13,7 +13,13 @@ from typing import Any
 from core import paths
 from core.canonical import loads
 from core.errors import ConfigError, SignoffError
-from core.proxy import approval_commands, rule_commands
+from core.proxy import (
+    approval_commands,
+    offer_commands,
+    remote_commands,
+    rule_commands,
+    sampling_command,
+)
 from core.proxy import config as configuration
 from core.proxy.config import SERVER_NAME, ServerConfig
 from core.store import Store
@@ -45,6 +51,7 @@ def register(commands: Any) -> None:
     p.add_argument(
         "--replace", action="store_true", help="change an existing server's command (tools kept)"
     )
+    remote_commands.add_options(p)  # --url, --header: a remote server
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
     p.set_defaults(func=servers_add)
     p = servers_commands.add_parser("list", help="list the configured servers and their state")
@@ -57,6 +64,7 @@ def register(commands: Any) -> None:
     p.add_argument("name", metavar="NAME")
     p.add_argument("new_name", metavar="NEW")
     p.set_defaults(func=servers_rename)
+    offer_commands.register(servers_commands)  # servers set: prompts and resources
     p = servers_commands.add_parser(
         "test",
         help="start a server and list its tools, changing nothing: NAME, or NAME [--env VAR]..."
@@ -75,6 +83,7 @@ def register(commands: Any) -> None:
     p.add_argument("--timeout", type=float, metavar="SECONDS")  # None: servers.START_TIMEOUT
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
     p.set_defaults(func=servers_test)
+    sampling_command.register(servers_commands)
 
     p = commands.add_parser("pin", help="connect to a server, review its tools, pin them")
     p.add_argument("name", metavar="NAME")
@@ -188,6 +197,7 @@ def register(commands: Any) -> None:
     p.add_argument("--limit", type=int, default=30)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=approval_commands.runs)
+    remote_commands.register(commands)  # signoff secret set
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -225,6 +235,8 @@ def _command_line(args: argparse.Namespace) -> tuple[list[str], list[str], bool]
 def servers_add(args: argparse.Namespace) -> int:
     from core.proxy import manage
 
+    if remote_commands.wanted(args):
+        return remote_commands.servers_add(args)
     try:
         argv, env, replace = _command_line(args)
         if not argv:
@@ -246,7 +258,9 @@ def servers_list(args: argparse.Namespace) -> int:
     for s in config.servers.values():
         last = status.read(paths.data_dir() / "status", s.name)
         rows.append({
-            "name": s.name, "command": [s.command, *s.args], "env": list(s.env),
+            "name": s.name, "command": [s.command, *s.args] if s.command else [s.url],
+            "env": list(s.env),
+            "sampling": s.sampling,  # may ask the host's model (core/proxy/asks.py)
             "tools": {t: (c.side_effect.value if c.side_effect else None)
                       for t, c in s.tools.items()},
             "last_connection": None if last is None else {
@@ -261,7 +275,8 @@ def servers_list(args: argparse.Namespace) -> int:
             f"{seen['pinned']} pinned, {seen['new']} new, {seen['changed']} changed,"
             f" {seen['unclassified']} unclassified, {seen['conflicts']} annotation conflicts"
         )  # fmt: skip
-        print(f"{row['name']}: {' '.join(row['command'])}\n  {state}")
+        sampling = ", may ask the host's model (sampling on)" if row["sampling"] else ""
+        print(f"{row['name']}: {' '.join(row['command'])}\n  {state}{sampling}")
     return EXIT_OK
 
 
@@ -292,6 +307,7 @@ def servers_test(args: argparse.Namespace) -> int:
     import asyncio
 
     from core.proxy import instructions, status
+    from core.proxy.pin_command import raw_pages
     from core.proxy.pins import read_listing
     from core.proxy.servers import START_TIMEOUT
 
@@ -310,7 +326,7 @@ def servers_test(args: argparse.Namespace) -> int:
         # Only a configured server's own command leaves a status for the settings dialog.
         noted = argv == [] and configured is not None
         timeout = START_TIMEOUT if args.timeout is None else args.timeout
-        handshake, pages = asyncio.run(_pages(server, timeout))
+        handshake, pages = asyncio.run(raw_pages(server, timeout))
         listing = read_listing(pages)
     except SignoffError as e:
         if noted:
@@ -336,21 +352,6 @@ def servers_test(args: argparse.Namespace) -> int:
     elif told.reason:
         print(f"instructions refused: {told.reason}")
     return EXIT_OK
-
-
-async def _pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], list[bytes]]:
-    """The server's ``initialize`` result and its raw ``tools/list`` answers."""
-    from core import private_files
-    from core.proxy.upstream import LISTING, Upstream, no_roots
-
-    log_dir = paths.data_dir() / "logs"
-    private_files.make_dir(log_dir)
-    upstream = Upstream(server, log_dir / f"{server.name}.log", on_message=no_roots)
-    await upstream.start(timeout, LISTING)
-    try:
-        return upstream.initialize_result, await upstream.list_tools(timeout)
-    finally:
-        await upstream.close()
 
 
 def classify(args: argparse.Namespace) -> int:

@@ -20,6 +20,8 @@ env = ["HOME_NOTES"]             # names of variables passed through; values are
 call_timeout_seconds = 120       # this server's calls (a tool's own setting comes first)
 result_limit_bytes = 4194304     # this server's results (the top-level setting otherwise)
 instructions_pin = "…sha256…"    # the server's instructions as the operator pinned them
+sampling = true                  # may ask the host's model (default false)
+prompts = false                  # true: its pinned prompts offered, resources likewise (catalog.py)
 
 [servers.fs.tools.write_file]
 class = "local_mutation"         # read_only, local_mutation, remote_mutation, destructive
@@ -63,6 +65,7 @@ from core import rules as argument_rules
 from core.canonical import JSONValue
 from core.errors import ConfigError, JSONRefused, RuleRefused, TTLRefused
 from core.policy import ConfigPolicy, Rule
+from core.proxy import catalog, remote  # prompts and resources; a remote server's URL and headers
 from core.rules import ArgumentRule
 from core.tools import SideEffect
 
@@ -105,6 +108,13 @@ class ServerConfig:
     call_timeout_seconds: float | None = None  # None: the top-level setting
     result_limit_bytes: int | None = None  # None: the top-level setting
     instructions_pin: str | None = None  # core/proxy/instructions.py; None: never pinned
+    url: str = ""  # a remote server's (core/proxy/remote.py): then ``command`` is ""
+    headers: dict[str, str] = field(default_factory=dict)  # values hold references, never secrets
+    sampling: bool = False  # may ask the host's model (core/proxy/asks.py)
+    prompts: bool = False  # prompts offered (core/proxy/catalog.py rule 4)
+    resources: bool = False  # resources and their templates offered
+    prompt_pins: dict[str, str] = field(default_factory=dict)  # by prompt name
+    template_pins: dict[str, str] = field(default_factory=dict)  # by URI template
 
 
 @dataclass(frozen=True)
@@ -316,10 +326,12 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
         raise where.error(key, "a server name is letters, digits, '-' and '_' (at most 32)")
     table = _table(raw, key, where)
     known = {"command", "args", "env", "tools", "call_timeout_seconds", "result_limit_bytes",
-             "instructions_pin"}  # fmt: skip
+             "instructions_pin", "url", "headers", "auth", "sampling",
+             *catalog.SERVER_KEYS}  # fmt: skip
     _known(table, known, key, where)
-    command = table.get("command")
-    if not isinstance(command, str) or not command:
+    url, headers = remote.read(table, key, where)
+    command = table.get("command", "" if url else None)
+    if not isinstance(command, str) or not (command or url):
         raise where.error((*key, "command"), "the command to start the server is required")
     args = _strings(table.get("args", []), (*key, "args"), where)
     env = _strings(table.get("env", []), (*key, "env"), where)
@@ -333,8 +345,13 @@ def _server(name: str, raw: Any, where: _Where) -> ServerConfig:
     timeout = _own_timeout(table, key, where)
     limit = _result_limit(table, key, where)
     instructions_pin = _pin(table, (*key, "instructions_pin"), where)
+    sampling = table.get("sampling", False)
+    if not isinstance(sampling, bool):
+        raise where.error((*key, "sampling"), "sampling is true or false")
+    offer = catalog.server_keys(table, key, where)  # prompts, resources and their pins
     return ServerConfig(name, command, tuple(args), tuple(env), tools, timeout,
-                        result_limit_bytes=limit, instructions_pin=instructions_pin)  # fmt: skip
+                        result_limit_bytes=limit, instructions_pin=instructions_pin,
+                        url=url, headers=headers, sampling=sampling, **offer)  # fmt: skip
 
 
 def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:

@@ -9,8 +9,10 @@ Rules:
 
 1. ``initialize`` is negotiated as the SDK negotiates it: the host's protocol version when it is
    one of the handshake's, else the latest. The servers are greeted with that version and with
-   the host's ``roots`` capability as the host declared it (core/proxy/upstream.py rule 2). The
-   answer names Signoff, declares ``tools`` (and ``logging`` when a server declares it), and
+   the host's ``roots`` and ``elicitation`` as the host declared them, ``sampling`` only to a
+   server allowed it (core/proxy/asks.py rule 1; core/proxy/upstream.py rule 2). The
+   answer names Signoff, declares ``tools`` (and ``logging`` when a server declares it, and
+   ``prompts``, ``resources`` and ``completions`` as core/proxy/resources.py rule 1 says), and
    carries the servers' pinned instructions (core/proxy/instructions.py).
 2. ``server/discover`` (the 2026-07-28 era's opening) is answered "method not found", as a
    server of the handshake era answers it: the host falls back to ``initialize``, which roots,
@@ -25,7 +27,8 @@ Rules:
 4. ``ping`` is answered by Signoff. ``logging/setLevel`` goes to every running server that
    declared ``logging`` (when none did, to every running server, so each answers for itself):
    with one, the host gets its answer unchanged; with several, success when one took it, else
-   the first error. Any other method: "method not found".
+   the first error. Prompts, resources and completion are core/proxy/resources.py's to answer,
+   and the kinds its servers offer are declared. Any other method: "method not found".
 5. A server's ``roots/list`` is asked of the host once the host said it is initialized, and its
    answer (result or error) handed back unchanged, each wait ``ROOTS_WAIT`` at most; to a host
    that declared no roots it is "method not found", as such a client answers. The roots each
@@ -34,7 +37,10 @@ Rules:
    host's at that server now (core/proxy/servers.py rule 6); its ``notifications/message`` is
    written to the server's log and passed on (with several servers, its ``logger`` is prefixed
    with the server's name). The host's ``notifications/roots/list_changed`` goes to every server
-   greeted with roots, in a task of its own.
+   greeted with roots, in a task of its own. A server's ``elicitation/create`` and
+   ``sampling/createMessage`` are core/proxy/asks.py's to answer, forward and record; its
+   ``notifications/elicitation/complete`` reaches a host that declared elicitation, and its
+   ``notifications/cancelled`` withdraws the request it names from the host.
 6. When the host closes its input, or a write to it fails (core/proxy/hoststdio.py), every call
    in flight is given up (its outcome is still recorded), the requests still open get
    ``cancel_grace_seconds`` + 1 to end (``settle``), and the proxy closes.
@@ -53,11 +59,12 @@ from typing import Any
 import anyio
 
 from core.errors import SignoffError, UpstreamRefused
-from core.proxy import answers
+from core.proxy import answers, asks
 from core.proxy.config import Config
 from core.proxy.hostline import INVALID_REQUEST, Message
+from core.proxy.resources import METHODS
 from core.proxy.server import Proxy
-from core.proxy.upstream import Greeting, Upstream
+from core.proxy.upstream import Upstream
 from core.store import Store
 
 log = logging.getLogger("signoff.proxy")
@@ -96,6 +103,9 @@ class HostSession:
         self._tasks: set[asyncio.Task[None]] = set()
         proxy.on_server_message = self.from_server
         proxy.on_tools_changed = self._tools_changed
+        self.asks = asks.Asks(proxy.store, proxy.config, proxy.config_path, ask=self.ask,
+                              ready=self._host_ready, capabilities=lambda: self.host_capabilities,
+                              host=lambda: self.proxy.host.label)  # fmt: skip
 
     # --- from the host --------------------------------------------------------------------
 
@@ -160,6 +170,8 @@ class HostSession:
             return await self._call(params, cancelled)
         if method == "logging/setLevel":
             return await self._set_level(params)
+        if method in METHODS:  # prompts, resources, completion (core/proxy/resources.py)
+            return await self.proxy.resources.answer(method, params, self.proxy.host, cancelled)
         return _error(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -169,8 +181,7 @@ class HostSession:
         self.version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         capabilities = params.get("capabilities")
         self.host_capabilities = capabilities if isinstance(capabilities, dict) else {}
-        roots = self.host_capabilities.get("roots")
-        greeting = Greeting(self.version, {} if roots is None else {"roots": roots})
+        greeting = asks.greeting(self.version, self.host_capabilities, self.proxy.config.servers)
         self.proxy.host = self.proxy.host_of(params.get("clientInfo"))
         self._started = asyncio.ensure_future(self.proxy.start(greeting))
         await asyncio.shield(self._started)
@@ -188,6 +199,7 @@ class HostSession:
         declared: dict[str, Any] = {"tools": {"listChanged": True}}  # rule 3
         if any("logging" in u.capabilities for u in self.proxy.upstreams.values()):
             declared["logging"] = {}
+        declared.update(self.proxy.resources.capabilities())  # only what servers offer
         return declared
 
     async def _call(self, params: dict[str, Any], cancelled: asyncio.Event) -> dict[str, Any]:
@@ -276,6 +288,8 @@ class HostSession:
         if "id" in message:
             if method == "roots/list":
                 return await self._roots(upstream, params)
+            if method in asks.METHODS:  # elicitation and sampling (core/proxy/asks.py)
+                return await self.asks.answer(upstream, message["id"], method, params)
             return None  # ping answered by the upstream client; the rest "method not found"
         if method == "notifications/progress":
             token = params.get("progressToken")
@@ -290,6 +304,13 @@ class HostSession:
                 named = upstream.server.name + (f"/{logger}" if isinstance(logger, str) else "")
                 params = {**params, "logger": named}
             await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
+        elif method == "notifications/cancelled":  # a request of the server's it withdrew
+            self.asks.withdraw(upstream, params.get("requestId"))
+        elif method == asks.COMPLETE and "elicitation" in self.host_capabilities:
+            await self._deliver({"jsonrpc": "2.0", "method": method, "params": params})
+        elif self.proxy.resources.forwards(upstream.server.name, method):
+            sent = {"params": message["params"]} if isinstance(message.get("params"), dict) else {}
+            await self._deliver({"jsonrpc": "2.0", "method": method, **sent})
         else:
             upstream.note(f"{method} not passed on".encode()[:300])
         return None
@@ -319,7 +340,13 @@ class HostSession:
         try:
             await self._deliver(message)
             return await asyncio.wait_for(future, wait)
-        except TimeoutError:
+        except (TimeoutError, asyncio.CancelledError) as e:
+            # Given up, or withdrawn (core/proxy/asks.py rule 6): the host is told, so that it
+            # stops asking its user for an answer nobody will read.
+            await self._deliver({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                 "params": {"requestId": request_id}})  # fmt: skip
+            if isinstance(e, asyncio.CancelledError):
+                raise
             return _error(INTERNAL_ERROR, f"the host did not answer {method} within {wait:g} s")
         finally:
             self._asked.pop(request_id, None)

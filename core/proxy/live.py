@@ -49,7 +49,6 @@ class Live:
         self,
         servers: Servers,
         status_dir: Path,
-        *,
         retool: Callable[[], None],
         reload: Callable[[], bool],
     ) -> None:

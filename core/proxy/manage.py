@@ -8,8 +8,10 @@ Rules:
    file as it was.
 2. Each returns the configuration as saved (``classify``: with the classes it set).
 3. A rule on a tool's arguments (core/rules.py) is added to a pinned tool of a configured
-   server (``RuleTargetUnknown`` otherwise); an allow rule on a tool classified destructive
-   only with ``confirm_destructive`` (``RuleNeedsConfirmation``), and then it says so.
+   server, or to its ``prompts/get`` or ``resources/read`` when it offers prompts or resources
+   (core/proxy/catalog.py ``GATED``), ``RuleTargetUnknown`` otherwise; an allow rule on a tool
+   classified destructive only with ``confirm_destructive`` (``RuleNeedsConfirmation``), and
+   then it says so.
 4. A change that alters the policy's identity (a class rule, a tool's rule) is recorded in the
    audit chain by ``record_policy_change``, so that the history shows when the rules changed
    and a re-check can say what the new rules would have decided differently.
@@ -31,7 +33,7 @@ from core.errors import (
     UnknownRule,
 )
 from core.policy import Rule
-from core.proxy import classifying
+from core.proxy import catalog, classifying
 from core.proxy.config import ENV_NAME, SERVER_NAME, Config, Editor, decode, load, load_text
 from core.proxy.pins import ListedTool
 from core.store import Store, utc_now
@@ -95,13 +97,17 @@ def edit_server(
     if name not in servers:
         raise ConfigError(f"no server {name}")
     target = new_name or name
-    _check_server(target, command, env)
+    kept_url = not command and "url" in servers[name]  # a remote server renamed: url kept
+    if not kept_url:  # its new name is checked with the whole file, when saved
+        _check_server(target, command, env)
     if target != name:
         if target in servers:
             raise ConfigError(f"a server named {target} is already configured")
         servers[target] = servers[name]
         del servers[name]
     table = editor.table("servers", target)
+    if kept_url:
+        return editor.save()
     table["command"] = command
     table["args"] = list(args)
     table["env"] = list(env)
@@ -114,6 +120,15 @@ def remove_server(path: Path, name: str) -> Config:
     if name not in servers:
         raise ConfigError(f"no server {name}")
     del servers[name]
+    return editor.save()
+
+
+def set_sampling(path: Path, server: str, *, on: bool) -> Config:
+    """Whether ``server`` may ask the host's model (core/proxy/asks.py); off is the default."""
+    editor = Editor(path)
+    if server not in _servers(editor):
+        raise ConfigError(f"no server {server}")
+    _put(editor.table("servers", server), "sampling", True if on else None)
     return editor.save()
 
 
@@ -148,6 +163,40 @@ def pin(
         editor.table("servers", server)["instructions_pin"] = pinned
     for tool in tools:
         pinstore.keep(pins_dir(path), tool)
+    return editor.save()
+
+
+def set_offer(path: Path, server: str, **offer: bool | None) -> Config:
+    """Turn a server's ``prompts`` or ``resources`` on or off (core/proxy/catalog.py rule 4);
+    None leaves it as it is. Off is the default, written as the key's absence."""
+    editor = Editor(path)
+    if server not in _servers(editor):
+        raise ConfigError(f"no server {server}")
+    table = editor.table("servers", server)
+    for key, on in offer.items():
+        if key not in ("prompts", "resources"):
+            raise TypeError(f"unknown offer {key}")
+        if on is not None:
+            _put(table, key, True if on else None)
+    return editor.save()
+
+
+def pin_catalog(path: Path, server: str, kind: str, items: Iterable[catalog.Item]) -> Config:
+    """Pin a server's prompts or templates (``kind``: prompt_pins or template_pins) as listed
+    now (core/proxy/catalog.py rule 3), keeping their texts for the next diff; the others are
+    left as they are."""
+    from core.proxy import pinstore
+
+    editor = Editor(path)
+    if server not in _servers(editor):
+        raise ConfigError(f"no server {server}")
+    items = list(items)
+    for item in items:
+        pinstore.keep_item(pins_dir(path), item.raw)
+    if items:
+        table = editor.table("servers", server, kind)
+        for item in items:
+            table[item.key] = item.pin
     return editor.save()
 
 
@@ -295,13 +344,15 @@ def add_rule(path: Path, rule: ArgumentRule, *, confirm_destructive: bool = Fals
     if server is None:
         raise RuleTargetUnknown(f"no server {rule.server}")
     spec = server.tools.get(rule.tool)
-    if spec is None or spec.pin is None:
+    # A get or a read of a server offering prompts or resources (core/proxy/resources.py rule 3)
+    gated = getattr(server, catalog.GATED.get(rule.tool, ""), False) is True
+    if not gated and (spec is None or spec.pin is None):
         raise RuleTargetUnknown(
             f"{rule.server} has no pinned tool {rule.tool}: pin it (signoff pin) first"
         )
     if any(r.id == rule.id for r in config.rules()):
         raise RuleRefused(f"the same rule is there already: {rule.id}")
-    destructive = spec.side_effect is SideEffect.DESTRUCTIVE
+    destructive = spec is not None and spec.side_effect is SideEffect.DESTRUCTIVE
     if rule.effect is argument_rules.Effect.ALLOW and destructive:
         if not confirm_destructive:
             raise RuleNeedsConfirmation(

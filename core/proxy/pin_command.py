@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from core import paths
 from core.errors import SignoffError
 from core.marks import visible
+from core.proxy import catalog, instructions, manage, pindiff, pinstore
 from core.proxy import config as configuration
-from core.proxy import instructions, manage, pindiff, pinstore
 from core.proxy.config import ServerConfig
 from core.proxy.pins import REPIN_TO_FORWARD, Listing, ToolState, evaluate, read_listing
 from core.proxy.servers import START_TIMEOUT
@@ -35,7 +37,7 @@ def pin(args: argparse.Namespace) -> int:
     server = config.servers.get(args.name)
     if server is None:
         return _error(f"no server {args.name}; add it with signoff servers add")
-    listing, handshake = asyncio.run(_listing(server))
+    listing, handshake, listed = asyncio.run(_listing(server))
     tools = [t for t in listing.tools if args.tool in (None, t.name)]
     if args.tool and not tools:
         return _error(f"server {args.name} lists no tool {args.tool}")
@@ -45,6 +47,8 @@ def pin(args: argparse.Namespace) -> int:
             # The instructions are pinned with the server's tools, not with one of them.
             text = instructions.evaluate(handshake, None).text if args.tool is None else None
             config = manage.pin(paths.config_path(), args.name, tools, instructions=text)
+            for kind, items in listed.items() if args.tool is None else ():  # catalog.py rule 3
+                config = manage.pin_catalog(paths.config_path(), args.name, kind, items.items)
             server = config.servers[args.name]
         # A changed tool is shown against its text as pinned, when that text was kept; so is a
         # tool pinned before titles and output schemas were, with what re-pinning would add.
@@ -58,13 +62,15 @@ def pin(args: argparse.Namespace) -> int:
         if told.status == instructions.CHANGED and told.text and server.instructions_pin:
             old = pinstore.kept_instructions(pins, server.instructions_pin)
             reworded = pindiff.instructions_diff(args.name, old, told.text)
+        others = {kind: [_item_row(pins, i, getattr(server, kind)) for i in items.items]
+                  for kind, items in listed.items()}  # fmt: skip
     except (SignoffError, OSError) as e:
         return _error(str(e), type(e).__name__)
     rows = [_tool_row(evaluate(t, server.tools.get(t.name)), changes.get(t.name)) for t in tools]
     shown = _instructions_row(told, reworded)
     if args.json:
         print(json.dumps({"server": args.name, "set_hash": listing.set_hash, "tools": rows,
-                          "instructions": shown,
+                          "instructions": shown, **others,
                           "dropped": [list(d) for d in listing.dropped]}))  # fmt: skip
         return EXIT_OK
     short = {r["tool"] for r in rows if r["repin_to_forward"]}
@@ -83,9 +89,18 @@ def pin(args: argparse.Namespace) -> int:
         _print_tool(row)
     if shown is not None:
         _print_instructions(shown)
+    for kind, rows_of_kind in others.items():
+        for item in rows_of_kind:  # a prompt or template is shown unless pinned as it is
+            print(f"{kind.split('_')[0]} {visible(item['key'])}: {item['status']}")
+            if item["diff"]:
+                print(visible(item["diff"]))
+            elif item["status"] != "pinned":
+                print(f"    {visible(item['text'])}")
     for what, why in listing.dropped:
         print(f"dropped {what}: {why}")
-    waiting = any(r["status"] != "pinned" or r["repin_to_forward"] for r in rows)
+    waiting = any(r["status"] != "pinned" or r["repin_to_forward"] for r in rows) or any(
+        i["status"] != "pinned" for items in others.values() for i in items
+    )
     if not args.accept and (waiting or told.status in (instructions.NEW, instructions.CHANGED)):
         print(f"review the descriptions, then: signoff pin {args.name} --accept")
     poisoned = [c.name for c in changes.values() if c.reworded and c.name not in short]
@@ -112,6 +127,22 @@ def _tool_row(state: ToolState, change: pindiff.ToolDiff | None) -> dict[str, An
         "change": change.summary() if change else None,
         "diff": change.unified() if change and change.kept else None,
     }  # fmt: skip
+
+
+def _item_row(pins: Path, item: catalog.Item, pinned: dict[str, str]) -> dict[str, Any]:
+    """A prompt or template for ``signoff pin``: a changed one with a diff against its text as
+    pinned, when that text was kept (core/proxy/pinstore.py rule 6)."""
+    status, was = catalog.status(item, pinned), pinned.get(item.key)
+    old = pinstore.kept_item(pins, was) if status == "changed" and was else None
+    diff = "" if old is None else "".join(difflib.unified_diff(
+        _lines(old), _lines(item.raw), "pinned", "now"))  # fmt: skip
+    return {"key": item.key, "status": status, "pin": item.pin, "text": item.raw.decode(),
+            "diff": diff or None}  # fmt: skip
+
+
+def _lines(raw: bytes) -> list[str]:
+    text = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    return [line + "\n" for line in text.split("\n")]
 
 
 def _instructions_row(
@@ -164,15 +195,22 @@ def _print_instructions(shown: dict[str, Any]) -> None:
                 print(f"    {line}")
 
 
-async def _listing(server: ServerConfig) -> tuple[Listing, dict[str, Any]]:
-    """The server's tools, and its ``initialize`` result (where its instructions are)."""
-    from core.proxy.upstream import LISTING, Upstream, no_roots
+async def _listing(
+    server: ServerConfig,
+) -> tuple[Listing, dict[str, Any], dict[str, catalog.Catalog]]:
+    """The server's tools, its ``initialize`` result (where its instructions are), and its
+    prompts and templates (core/proxy/resources.py ``catalogs``)."""
+    from core.proxy.asks import listing as greeting
+    from core.proxy.http_upstream import upstream_for
+    from core.proxy.resources import catalogs
+    from core.proxy.upstream import no_roots
 
     log = paths.data_dir() / "logs" / f"{server.name}.log"
-    upstream = Upstream(server, log, on_message=no_roots)
-    await upstream.start(START_TIMEOUT, LISTING)
+    upstream = upstream_for(server, log, on_message=no_roots)
+    await upstream.start(START_TIMEOUT, greeting(server))
     try:
-        return read_listing(await upstream.list_tools(START_TIMEOUT)), upstream.initialize_result
+        listing = read_listing(await upstream.list_tools(START_TIMEOUT))
+        return listing, upstream.initialize_result, await catalogs(upstream, START_TIMEOUT)
     finally:
         await upstream.close()
 
@@ -180,3 +218,20 @@ async def _listing(server: ServerConfig) -> tuple[Listing, dict[str, Any]]:
 def _error(message: str, name: str = "UsageError") -> int:
     print(f"signoff: {message} [{name}]", file=sys.stderr)
     return EXIT_ERROR
+
+
+async def raw_pages(server: ServerConfig, timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+    """The server's ``initialize`` result and its raw ``tools/list`` answers."""
+    from core import private_files
+    from core.proxy.asks import listing as greeting
+    from core.proxy.http_upstream import upstream_for
+    from core.proxy.upstream import no_roots
+
+    log_dir = paths.data_dir() / "logs"
+    private_files.make_dir(log_dir)
+    upstream = upstream_for(server, log_dir / f"{server.name}.log", on_message=no_roots)
+    await upstream.start(timeout, greeting(server))
+    try:
+        return upstream.initialize_result, await upstream.list_tools(timeout)
+    finally:
+        await upstream.close()

@@ -22,6 +22,8 @@ Rules:
    the store was cleared. That is a normal state, shown as such, not an error.
 5. A server's instructions are kept the same way, as their UTF-8 bytes in ``<pin>.txt``
    (``keep_instructions``, ``kept_instructions``; core/proxy/instructions.py rule 2).
+6. A prompt or a resource template is kept the same way, as the bytes of the object the server
+   sent, in ``<pin>.item.json`` (``keep_item``, ``kept_item``; core/proxy/catalog.py rule 1).
 """
 
 from __future__ import annotations
@@ -79,6 +81,18 @@ def keep_instructions(directory: Path, text: str) -> str:
     pin = pin_of(text)
     _write(_path(directory, pin, ".txt"), pin, text.encode("utf-8"))
     return pin
+
+
+def keep_item(directory: Path, raw: bytes) -> str:
+    """Keep a prompt's or a resource template's bytes under their pin (rule 6); the pin."""
+    pin = hashlib.sha256(raw).hexdigest()
+    _write(_path(directory, pin, ".item.json"), pin, raw)
+    return pin
+
+
+def kept_item(directory: Path, pin: str) -> bytes | None:
+    """A prompt or a template as pinned under ``pin``, or None when it was not kept."""
+    return _verified(_path(directory, pin, ".item.json"), pin, "prompt or template")
 
 
 def _write(path: Path, pin: str, data: bytes) -> None:

@@ -23,11 +23,10 @@ Rules:
    host's runs, ``signoff_status`` lists only its host's pending requests, and another host's
    identical mutating call is a new call that waits as a ``duplicate`` while the first may
    have taken effect (completed or cut off within the window, or not ended yet).
-5. The tool set follows the servers' listings and the configuration in force
-   (core/proxy/live.py): ``retool`` evaluates it again (core/proxy/offered.py rule 3) and the
-   gate takes it up between calls (core/gate_parts.py rule 1). A call keeps the tool it was
-   proposed with; an approval holds only while its tool's spec, which names its pin, class and
-   fixed values, is unchanged. The host is told (``on_tools_changed``) when its listing changed.
+5. The tool set follows the servers' listings and the configuration in force (core/proxy/live.py,
+   core/proxy/offered.py rule 3); the gate takes it up between calls (core/gate_parts.py rule 1):
+   a call keeps the tool it was proposed with, an approval holds only while its tool's spec (pin,
+   class, fixed values) is unchanged. The host is told (``on_tools_changed``) when it changed.
 """
 
 from __future__ import annotations
@@ -66,6 +65,7 @@ from core.proxy.config import Config, stamp
 from core.proxy.live import Live
 from core.proxy.offered import Exposed, Offered
 from core.proxy.recall import Raced, Recall, close_run, format_time_now, still_latest
+from core.proxy.resources import Resources
 from core.proxy.rules import ProxyRules
 from core.proxy.servers import Servers
 from core.proxy.upstream import CEILING, Cancelled, Greeting, OnMessage, Upstream
@@ -126,9 +126,9 @@ class Proxy:
         )
         self.on_server_message: OnMessage | None = None  # the host session's, once it serves
         self.on_tools_changed: Callable[[], None] | None = None  # rule 5, the host session's
-        self.live = Live(self.servers, self.status_dir, retool=self.retool,
-                         reload=self.reload_rules)  # fmt: skip
+        self.live = Live(self.servers, self.status_dir, self.retool, self.reload_rules)
         self.roots: dict[str, Any] = {}  # the roots each server was last given by the host
+        self.resources = Resources(self)  # prompts, resources, completion (decision 0055)
         self.policy = ProxyRules(
             config.policy(), OwnFiles.of(store.path, config_path, cwd=working_directory())
         )
@@ -167,6 +167,7 @@ class Proxy:
         await self.servers.start(self.names, greeting)
         self.offered.expose(self.servers.listings)
         tools = [self._gate_tool(e) for e in self.exposed.values()]
+        tools += self.resources.gate_tools()  # a get or a read is a run (resources.py rule 3)
         self.gate = Gate(
             GateConfig(store=self.store, tools=tools, policy=self.policy, owner="proxy")
         )
@@ -262,8 +263,7 @@ class Proxy:
         return True
 
     def retool(self) -> None:
-        """The tool set evaluated again (rule 5), taken up by the gate; the host told when its
-        listing changed."""
+        """The tool set evaluated again and taken up by the gate; the host told of a change."""
         changed = self.offered.retake(self.config.servers, self.servers.listings)
         if self.gate is not None:
             try:
@@ -293,6 +293,7 @@ class Proxy:
         *,
         cancelled: asyncio.Event | None = None,
         progress: str | int | None = None,
+        exposed: Exposed | None = None,
     ) -> Result:
         """A host's call, made in a task of its own that the host's cancellation (or its going
         away) does not interrupt: an upstream call in flight is cancelled at the server and its
@@ -301,7 +302,7 @@ class Proxy:
         ``progress``: the host's progress token."""
         event = cancelled or asyncio.Event()
         task = asyncio.ensure_future(
-            self.call(name, arguments, event, host=host, progress=progress)
+            self.call(name, arguments, event, host=host, progress=progress, exposed=exposed)
         )
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
@@ -319,11 +320,13 @@ class Proxy:
         *,
         host: host_identity.Host | None = None,
         progress: str | int | None = None,
+        exposed: Exposed | None = None,
     ) -> Result:
         """The ``result`` the host receives for its call. ``cancelled``: set when the host gave
         up on this call (rule 3); ``host``: who made it (rule 4), this proxy's ``host`` when not
-        given; ``progress``: the host's progress token. A server's JSON-RPC error to the call
-        is raised (``UpstreamRefused``), to reach the host as that error."""
+        given; ``progress``: the host's progress token; ``exposed``: the gate's tool for a
+        prompt's get or a resource's read (core/proxy/resources.py). A server's JSON-RPC error
+        to the call is raised (``UpstreamRefused``), to reach the host as that error."""
         HOST_CALL.set(HostCall(cancelled, progress))  # this call's task's own context
         self.reload_rules()
         host = host or self.host
@@ -336,7 +339,7 @@ class Proxy:
                 " again.",
                 error=True,
             )
-        exposed = self.exposed.get(name)
+        exposed = exposed or self.exposed.get(name)
         if exposed is None:
             why = self.offered.why_not(name, self.servers.problems)
             return answers.text(f"Signoff: {name} is not available: {why}", error=True)
@@ -406,6 +409,10 @@ class Proxy:
         run_id = f"call-{secrets.token_hex(8)}"
         text, parsed = arguments
         grant = None if parsed is None else await self._grant(exposed, parsed.value)
+        if grant is not None and completed is not None and completed[1] and not may_have_run:
+            # A grant never covers a call whose identical predecessor's outcome is unknown, at
+            # any age (core/grants.py rule 7): past the window too, it waits as a duplicate.
+            duplicate_of, may_have_run = completed
         decision = Decision(
             kind="tool_call", tool=exposed.gate_name, arguments=text, origin="model", parsed=parsed
         )
@@ -546,8 +553,7 @@ class Proxy:
 
     async def _from_server(self, upstream: Upstream, message: dict[str, Any]) -> Any:
         """A server's own request or notification: the host session's to answer or pass on
-        (core/proxy/hostsession.py rule 5), or, with no host, logged. A listing that changed is
-        read again (rule 5)."""
+        (core/proxy/hostsession.py rule 5), or, with no host, logged; tools/list_changed: rule 5."""
         if message.get("method") == "notifications/tools/list_changed" and "id" not in message:
             self.live.listed_changed(upstream.server.name)
             return None
@@ -565,15 +571,15 @@ class Proxy:
         return self.gate
 
     def _spec_hash(self, exposed: Exposed) -> str:
-        # "" for a tool withdrawn while its call waited its turn: the gate refuses that call.
-        tool = self._require_gate().tools.get(exposed.gate_name)
+        tool = self._require_gate().tools.get(exposed.gate_name)  # None: withdrawn meanwhile
         return "" if tool is None else tool.spec_hash
 
     async def _grant(self, exposed: Exposed, arguments: Any) -> Grant | None:
         """The operator's standing grant for exactly this call, checked in the chain."""
         call = call_hash(spec_hash=self._spec_hash(exposed), tool=exposed.gate_name,
                          arguments=arguments)  # fmt: skip
-        grant, refused = await live(self.store, self._require_gate().config.operator, call)
+        config = self._require_gate().config
+        grant, refused = await live(self.store, config.operator, call, anchor=config.anchor)
         for why in refused:
             log.error("a grant claimed for this call is not honoured: %s", why)
         return grant

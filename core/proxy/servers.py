@@ -2,8 +2,9 @@
 
 Rules:
 
-1. Each configured server is started with our own client (core/proxy/upstream.py), its tools
-   pinned over the raw bytes they were listed with (core/proxy/pins.py).
+1. Each configured server is started with our own client (core/proxy/upstream.py; over HTTP
+   for a ``url``, core/proxy/http_upstream.py), its tools pinned over the raw bytes they were
+   listed with (core/proxy/pins.py).
 2. An upstream call that times out, is cancelled or is cut off has an unknown outcome: a
    mutating tool's run waits for the operator (interrupted side effect), never re-run. A
    request that could not even be written to a server that died between calls was never made:
@@ -41,6 +42,7 @@ from core.errors import (
 from core.proxy import status
 from core.proxy.cancel import current, host_gave_up
 from core.proxy.config import ServerConfig
+from core.proxy.http_upstream import upstream_for  # stdio or Streamable HTTP, by the configuration
 from core.proxy.offered import Offered
 from core.proxy.pins import Listing, read_listing
 from core.proxy.upstream import Answer, Greeting, OnMessage, Upstream
@@ -88,8 +90,8 @@ class Servers:
 
     def _upstream(self, server: ServerConfig) -> Upstream:
         kwargs = {} if self._ceiling is None else {"ceiling": self._ceiling(server.name)}
-        return Upstream(server, self.log_dir / f"{server.name}.log",
-                        on_message=self._on_message, **kwargs)  # fmt: skip
+        return upstream_for(server, self.log_dir / f"{server.name}.log",
+                            on_message=self._on_message, **kwargs)  # fmt: skip
 
     async def spawn(self, names: list[str]) -> None:
         """Start the servers' processes, to be greeted by ``start`` (rule 5); one that cannot

@@ -9,8 +9,9 @@ Rules:
 1. The server gets only PATH, HOME and TMPDIR (and the platform's essentials on Windows), plus
    the variables the operator named. Its stderr goes to a log file.
 2. The handshake sends the ``Greeting`` it is given: the protocol version the host chose and
-   the client capabilities the proxy may declare for it (roots, as the host declared them).
-   A restart sends the same greeting again.
+   the client capabilities the proxy may declare for it (roots and elicitation as the host
+   declared them; sampling to a server allowed it: core/proxy/asks.py rule 1). A restart
+   sends the same greeting again.
 3. A line is read whole up to ``ceiling`` bytes; a longer one is read to its end and dropped,
    and the request it answers (its id read from its start or its end) fails with
    ``UpstreamAnswerTooLarge``: the server answered, so it acted. The connection goes on.
@@ -92,6 +93,15 @@ class Greeting:
     protocol_version: str = PROTOCOL_VERSION
     capabilities: dict[str, Any] = field(default_factory=dict)
     client_info: dict[str, Any] = field(default_factory=lambda: dict(CLIENT_INFO))
+    # The host's sampling, declared only to the servers the operator allowed (core/proxy/asks.py).
+    sampling: dict[str, Any] | None = None
+    sampling_for: frozenset[str] = frozenset()
+
+    def capabilities_for(self, server: str) -> dict[str, Any]:
+        """The capabilities declared to ``server``: sampling only to one allowed it."""
+        if self.sampling is None or server not in self.sampling_for:
+            return self.capabilities
+        return {**self.capabilities, "sampling": self.sampling}
 
 
 # What `signoff pin` and `servers test` declare: roots, answered with none (``no_roots``), so
@@ -205,7 +215,7 @@ class Upstream:
                 "initialize",
                 {
                     "protocolVersion": self.greeting.protocol_version,
-                    "capabilities": self.greeting.capabilities,
+                    "capabilities": self.greeting.capabilities_for(self.server.name),
                     "clientInfo": self.greeting.client_info,
                 },
                 timeout,

@@ -111,7 +111,8 @@ def test_a_notification_approves_once_only(store: Store, tray: TrayApp, qtbot) -
 
 
 def test_until_signoff_quits_ends_when_the_app_quits(store: Store, home: Path, qtbot) -> None:
-    app = TrayApp(store, MemoryHeadStore(), home, native=False)
+    heads = MemoryHeadStore()
+    app = TrayApp(store, heads, home, native=False)
     app.start()
     approval = make_pending(store)
     qtbot.waitUntil(lambda: app.model.state == "pending", timeout=5000)
@@ -122,4 +123,8 @@ def test_until_signoff_quits_ends_when_the_app_quits(store: Store, home: Path, q
     app.stop()  # what quitting does
     [ended] = _grants(store)
     assert ended.revoked_at is not None
+    # The end is kept in the keyring as the app quits (its witness stops with it): a database
+    # cut back to before it is seen (core/grants.py rule 6).
+    kept = heads.load(store.path)
+    assert kept is not None and kept == store.head()
     assert next_identical_call(store, "after-quit") == VerdictOutcome.PENDING

@@ -98,10 +98,12 @@ def test_each_argument_has_a_row_prefilled_by_its_type_equal_to_its_value(
                        "mode": ["any", "equals", "folder", "pattern"]}  # fmt: skip
     assert {r.choice.currentData() for r in editor.rows if r is not body} == {"equals"}
     assert editor.allow.isChecked() and editor.expires_text() == ""
-    # As opened, it is this exact request, fixed value included: as the server receives it.
+    # As opened, it is this exact request, fixed value included: as the server receives it
+    # ("any value" for the body, chosen above, and no other argument).
     assert editor.draft().when == rules.on_arguments(
-        [("count", rules.equals(3)), ("path", rules.equals(NOTE)),
-         ("urgent", rules.equals(True)), ("mode", rules.equals("0644"))]
+        [("body", {}), ("count", rules.equals(3)), ("path", rules.equals(NOTE)),
+         ("urgent", rules.equals(True)), ("mode", rules.equals("0644"))],
+        closed=True,
     )  # fmt: skip
     assert editor.row("path").field.isHidden()
     editor.choose("path", "folder")
@@ -121,26 +123,47 @@ def test_each_condition_kind_builds_the_rule_of_its_shorthand(store: Store, qtbo
     editor.choose("path", "folder")
     editor.choose("count", "at_most", "10")
     editor.choose("urgent", "any")
+    # An allow rule names every argument ("any value" as {}) and no other (rule 2).
     expected = rules.on_arguments(
-        [("count", rules.at_most(10)), ("path", rules.under_folder("/home/me/notes"))]
-    )
+        [("count", rules.at_most(10)), ("path", rules.under_folder("/home/me/notes")),
+         ("urgent", {})],
+        closed=True,
+    )  # fmt: skip
     assert editor.draft().when == expected
     assert json.loads(editor.details.toPlainText()) == expected
     rule = editor.draft()
     for inside in (NOTE, "/home/me/notes", "/home/me/notes/deep/er.md"):
-        assert rule.matches({"path": inside, "count": 4})
+        assert rule.matches({"path": inside, "count": 4, "urgent": False})
     for outside in ("/home/me/notes/../secrets/key", "/home/me/notes/./x/../../y",
                     "/home/me/notesX/a", "/home/me", "notes/today.md"):  # fmt: skip
-        assert not rule.matches({"path": outside, "count": 4}), outside
-    assert not rule.matches({"path": NOTE, "count": 11})
+        assert not rule.matches({"path": outside, "count": 4, "urgent": True}), outside
+    assert not rule.matches({"path": NOTE, "count": 11, "urgent": True})
     editor.choose("path", "pattern", r"^/home/me/notes/[a-z]+\.md$")
     assert editor.draft().when["properties"]["path"] == rules.pattern(  # type: ignore[index]
         r"^/home/me/notes/[a-z]+\.md$"
     )
     editor.choose("path", "any")
     editor.choose("count", "any")
+    assert editor.draft().when == rules.on_arguments(
+        [("count", {}), ("path", {}), ("urgent", {})], closed=True
+    )
+    assert "sets count, path, urgent to any value, and no other argument" in editor.preview.text()
+    editor.reject_effect.setChecked(True)  # a reject rule stays open: nothing escapes it
     assert editor.draft().when == rules.on_arguments([])
     assert "whatever its arguments" in editor.preview.text()
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_an_allow_rule_as_the_editor_opens_matches_no_call_with_another_argument(
+    store: Store, qtbot
+) -> None:
+    """It says it matches this exact request only: an optional flag or a second path added
+    by the agent is another request, which asks."""
+    rule = editor_for(waiting(store), store, qtbot).draft()
+    assert rule.matches(ARGUMENTS)
+    assert not rule.matches({**ARGUMENTS, "overwrite": True})
+    assert not rule.matches({**ARGUMENTS, "also_to": "/etc/cron.d/x"})
+    assert "and no other argument" in rules.words(rule)
 
 
 MALFORMED = {

@@ -84,13 +84,13 @@ DIFFERENCES: list[Difference] = [
     Difference(
         "D-CAPABILITIES",
         "initialize/capabilities",
-        "resources, prompts and completions are not proxied yet, nor tasks (issue 23);"
-        " tools.listChanged is true whatever the server declares (Signoff's own tool set"
-        " changes when the operator reviews tools); logging is declared when a server"
-        " declares it",
+        "tasks are not proxied; tools.listChanged is true whatever the server declares"
+        " (Signoff's own tool set changes when the operator reviews tools, decision 0054);"
+        " logging, prompts, resources and completions are declared as the server declares"
+        " them, prompts and resources once the operator turned them on (decision 0055)",
         tools_and_logging_only,
-        # The filesystem server declares tools with listChanged and nothing else: the same.
-        servers=("everything", "memory", "time", "git"),
+        # The filesystem and memory servers declare tools with listChanged, and no tasks.
+        servers=("everything", "time", "git"),
     ),
     # The listing.
     Difference(
@@ -148,7 +148,7 @@ DIFFERENCES: list[Difference] = [
 VOLATILE: list[Mask] = [
     Mask(
         "V-RESOURCE-TIME",
-        "content/embedded-text",
+        ("content/embedded-text", "resources/read"),
         "server-everything writes the time of day of the call into the resources it makes",
         mask_times,
         servers=("everything",),

@@ -34,7 +34,20 @@ def _arguments(step: Step, target: Target) -> list[str]:
         return ["--method", "tools/call", "--tool-name", step.tool, "--tool-args-json", arguments]
     if step.kind == "set-level":
         return ["--method", "logging/setLevel", "--log-level", step.arguments["level"]]
+    if step.kind == "request" and step.tool in INSPECTOR_METHODS:
+        said = ["--method", step.tool]
+        if "uri" in step.arguments:
+            said += ["--uri", step.arguments["uri"]]
+        if "name" in step.arguments:
+            said += ["--prompt-name", step.arguments["name"]]
+        pairs = [f"{k}={v}" for k, v in (step.arguments.get("arguments") or {}).items()]
+        return said + (["--prompt-args", *pairs] if pairs else [])
     raise ValueError(f"the Inspector CLI cannot express a {step.kind} step")
+
+
+# What its CLI asks of prompts and resources (it has no subscribe, and no completion).
+INSPECTOR_METHODS = ("prompts/list", "prompts/get", "resources/list", "resources/templates/list",
+                     "resources/read")  # fmt: skip
 
 
 def _parsed(text: str) -> Any:

@@ -159,12 +159,16 @@ SIGNOFF_CAPABILITIES = {"tools": {"listChanged": True}}
 
 
 def tools_and_logging_only(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """Signoff declares tools (listChanged true) and, when the server declares it, logging."""
+    """Signoff declares tools (listChanged true) and, when the server declares them, logging,
+    and prompts, resources and completions as the server does (the operator turned them on)."""
     if not isinstance(direct, dict) or "tools" not in direct:
         return direct, proxied
     expected = dict(SIGNOFF_CAPABILITIES)
     if "logging" in direct:
         expected["logging"] = {}
+    for kind in ("prompts", "resources", "completions"):
+        if kind in direct:
+            expected[kind] = direct[kind]
     if proxied == expected:
         return proxied, proxied
     return direct, proxied

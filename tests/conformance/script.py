@@ -47,6 +47,13 @@ FEATURES: dict[str, str] = {
     "logging/setLevel": "logging/setLevel answered as the server answers it",
     "logging/message": "the server's notifications/message reach the client",
     "notifications/other": "the server's other notifications (list_changed and the like)",
+    "prompts/list": "the prompts listed (names, descriptions, arguments: pinned model input)",
+    "prompts/get": "a prompt got, with its arguments: the messages the server makes of it",
+    "resources/list": "the resources listed",
+    "resources/templates/list": "the resource templates listed (pinned model input)",
+    "resources/read": "a resource read by its URI, text or blob",
+    "resources/subscribe": "resources/subscribe and unsubscribe for a listed URI",
+    "completion/complete": "completion of a prompt's or a template's argument",
     "ping": "ping from the client",
 }
 
@@ -55,7 +62,9 @@ FEATURES: dict[str, str] = {
 class Step:
     id: str  # unique within a server's script
     feature: str
-    kind: str  # initialize, list, call, ping, set-level, roots-initial, roots-changed, log, notes
+    # initialize, list, call, ping, set-level, roots-initial, roots-changed, log, notes, or
+    # request: the method ``tool`` with the params ``arguments`` (prompts, resources, completion)
+    kind: str
     tool: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
     clients: tuple[str, ...] = (SDK,)
@@ -89,6 +98,34 @@ def unknown_tool() -> Step:
     # Not by the Inspector: it refuses a tool its listing lacks without asking the server.
     return Step("unknown-tool", "error/unknown-tool", "call", "no_such_tool", {})
 
+
+DOCUMENT = "demo://resource/static/document/architecture.md"
+WATCHED = "demo://resource/static/document/features.md"
+TEXT_TEMPLATE = "demo://resource/dynamic/text/{resourceId}"
+# server-everything's prompts, resources, templates, subscriptions and completion (decision
+# 0055); the Inspector has no subscribe and no completion.
+EVERYTHING_CATALOG = [
+    Step("prompts", "prompts/list", "request", "prompts/list", clients=ALL),
+    Step("prompt-simple", "prompts/get", "request", "prompts/get", {"name": "simple-prompt"}),
+    Step("prompt-args", "prompts/get", "request", "prompts/get",
+         {"name": "args-prompt", "arguments": {"city": "Lyon", "state": "Rhône"}}, clients=ALL),
+    Step("resources", "resources/list", "request", "resources/list", clients=ALL),
+    Step("templates", "resources/templates/list", "request", "resources/templates/list",
+         clients=ALL),
+    Step("read-static", "resources/read", "request", "resources/read", {"uri": DOCUMENT},
+         clients=ALL),
+    Step("read-template", "resources/read", "request", "resources/read",
+         {"uri": "demo://resource/dynamic/text/1"}),
+    Step("subscribe", "resources/subscribe", "request", "resources/subscribe", {"uri": WATCHED}),
+    Step("unsubscribe", "resources/subscribe", "request", "resources/unsubscribe",
+         {"uri": WATCHED}),
+    Step("complete-prompt", "completion/complete", "request", "completion/complete",
+         {"ref": {"type": "ref/prompt", "name": "completable-prompt"},
+          "argument": {"name": "department", "value": "E"}}),
+    Step("complete-template", "completion/complete", "request", "completion/complete",
+         {"ref": {"type": "ref/resource", "uri": TEXT_TEMPLATE},
+          "argument": {"name": "resourceId", "value": "1"}}),
+]  # fmt: skip
 
 EVERYTHING = [
     *HANDSHAKE,
@@ -132,6 +169,7 @@ EVERYTHING = [
     ),
     Step("roots-initial", "roots/initial", "roots-initial", "get-roots-list", {}),
     Step("roots-changed", "roots/changed", "roots-changed", "get-roots-list", {}),
+    *EVERYTHING_CATALOG,
     *CLOSING,
 ]
 
@@ -229,6 +267,23 @@ MEMORY = [
     ),
     Step("bad-arguments", "error/arguments", "call", "open_nodes", {"names": "signoff"}),
     unknown_tool(),
+    Step("resources", "resources/list", "request", "resources/list", clients=ALL),
+    Step("templates", "resources/templates/list", "request", "resources/templates/list"),
+    Step(
+        "read-graph-resource",
+        "resources/read",
+        "request",
+        "resources/read",
+        {"uri": "memory://knowledge-graph"},
+        clients=ALL,
+    ),
+    Step(
+        "subscribe",
+        "resources/subscribe",
+        "request",
+        "resources/subscribe",
+        {"uri": "memory://knowledge-graph"},
+    ),
     *CLOSING,
 ]
 

@@ -13,6 +13,7 @@ server allows) is read back by asking again, at most ``POLLS`` times.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import mcp_types as types
 from mcp.client.client import Client
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.conformance.script import Step, fill
 from tests.conformance.targets import Target
@@ -122,6 +124,34 @@ class Script:
             probe = await self.call(step)
         return {"asked": asked, "probe": probe}
 
+    async def ask(self, method: str, params: dict[str, Any]) -> Any:
+        """A request of prompts, resources or completion, as the SDK's session sends it."""
+        s = self.session
+        if method == "prompts/list":
+            return await s.list_prompts()
+        if method == "prompts/get":
+            return await s.get_prompt(params["name"], params.get("arguments"))
+        if method == "resources/list":
+            return await s.list_resources()
+        if method == "resources/templates/list":
+            return await s.list_resource_templates()
+        if method == "resources/read":
+            return await s.read_resource(params["uri"])
+        if method == "completion/complete":
+            ref = params["ref"]
+            kind = (
+                types.PromptReference
+                if ref["type"] == "ref/prompt"
+                else types.ResourceTemplateReference
+            )
+            return await s.complete(kind.model_validate(ref), params["argument"])
+        # Gone from the 2026-07-28 era, which the SDK warns of; the handshake era has them.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            if method == "resources/subscribe":
+                return await s.subscribe_resource(params["uri"])
+            return await s.unsubscribe_resource(params["uri"])
+
     async def observe(self, step: Step, handshake: Message) -> Any:
         s = self.session
         if step.kind == "initialize":
@@ -139,6 +169,8 @@ class Script:
             return await self.request("logging/setLevel", s.send_request(level, types.EmptyResult))
         if step.kind in ("roots-initial", "roots-changed"):
             return await self.roots_step(step, changed=step.kind == "roots-changed")
+        if step.kind == "request":
+            return await self.request(step.tool, self.ask(step.tool, step.arguments))
         if step.kind == "log":
             return [m["params"] for m in self.wire.notifications("notifications/message")]
         if step.kind == "notes":

@@ -248,7 +248,8 @@ for args in json.loads(sys.argv[1]):
 
 
 def configure(target: Target, base: Path) -> Proxied:
-    """A Signoff home under ``base`` serving ``target`` with every tool it lists allowed."""
+    """A Signoff home under ``base`` serving ``target`` with every tool it lists allowed, and
+    its prompts and resources offered, pinned as listed."""
     home = base / "home"
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = {
@@ -264,6 +265,8 @@ def configure(target: Target, base: Path) -> Proxied:
     passed = [flag for name in target.server.env_extra for flag in ("--env", name)]
     signoff("servers", "add", target.name, *passed, "--", target.server.command,
             *target.server.args)  # fmt: skip
+    # Prompts and resources on: a server that declares neither is served as before.
+    signoff("servers", "set", target.name, "--prompts", "on", "--resources", "on")
     pinned = json.loads(signoff("pin", target.name, "--accept", "--json"))
     commands = [["classify", target.name, row["tool"], side_effect(row["annotations"])]
                 for row in pinned["tools"]]  # fmt: skip

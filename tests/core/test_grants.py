@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from core import canonical, grants, operator_key
+from core.anchor import Anchor
 from core.approvals import approve, call_hash
 from core.decisions import Decision
 from core.errors import ScopeRefused
 from core.gate import Gate, VerdictOutcome
 from core.grants import Grant
+from core.heads import KeyringHeadStore, MemoryHeadStore
 from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
 from core.proxy.rules import ProxyRules
 from core.recheck import recheck
@@ -239,8 +241,10 @@ def test_a_run_under_a_grant_names_it_and_a_recheck_counts_it_as_the_operators(
 def test_signoff_grants_revoke_ends_a_grant(gate_store: Store, home: Path) -> None:
     g = gate(gate_store, Calls())
     grant = granted(gate_store, g)
-    run_signoff("grants", "revoke", grant.id, home=home, ok=True)
+    ended = run_signoff("grants", "revoke", grant.id, home=home, ok=True)
     assert live(gate_store, g) is None
+    # The end is kept in the keyring (rule 6): cutting it off the chain would be seen.
+    assert KeyringHeadStore().load(gate_store.path) == gate_store.head(), ended.stderr
     assert grant.id not in run_signoff("grants", "list", home=home, ok=True).stdout
     again = run_signoff("grants", "revoke", grant.id, home=home)
     assert again.returncode == 2 and "UnknownGrant" in again.stderr
@@ -300,3 +304,21 @@ def test_a_forged_grant_event_with_no_mac_is_not_honoured(store: Store) -> None:
                             at=grant.at, run_id="r", step=0)  # fmt: skip
     found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g)))
     assert found is None and len(refused) == 2
+
+
+def test_an_end_cut_off_the_chain_brings_no_grant_back_once_the_end_is_kept(
+    store: Store,
+) -> None:
+    """An agent with a file tool deletes the tail ``grant.revoked`` event and clears the row:
+    the chain alone cannot tell, but the head kept in the keyring at the end (rule 6) can."""
+    g = gate(store, Calls())
+    grant = granted(store, g, "app", app_session="s1")
+    assert grants.end_app_session(store, "s1") == 1  # the app quits
+    anchor = Anchor(MemoryHeadStore())
+    assert grants.keep_end(store, anchor) == ""  # as the app does at quit
+    sql(store, "DELETE FROM events WHERE kind = 'grant.revoked'")
+    sql(store, "UPDATE grants SET revoked_at = NULL, revoked_by = NULL WHERE id = ?", (grant.id,))
+    assert live(store, g) == grant  # the chain alone reads as if it had never ended
+    found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g),
+                                             anchor=anchor))  # fmt: skip
+    assert found is None and "DatabaseRestored" in refused[0]

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import rules
-from core.errors import RuleConditionInvalid, RuleExpiryInvalid
+from core.errors import RuleConditionInvalid, RuleExpiryInvalid, RuleIdMismatch
 from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
 from core.rules import ArgumentRule, Effect
 from core.tools import SideEffect
@@ -61,6 +61,57 @@ def test_an_allow_rule_written_by_hand_still_never_allows_a_dot_dot_segment() ->
     assert decide({"path": "/home/me/notes/a"}, loose).outcome is ALLOWED
     assert decide({"path": "/home/me/notes/../secrets"}, loose).outcome is ASKED
     assert decide({"path": "/home/me/notes/a", "also": ["../x"]}, loose).outcome is ASKED
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_reject_folder_rule_is_not_escaped_by_another_spelling_of_the_same_path() -> None:
+    """Read-only tools run by default: "always reject in ~/.ssh" is all that stands between the
+    agent and the key, however the path is spelled (rule 4: a reject rule reads the arguments
+    loosened too)."""
+    never = rule(Effect.REJECT, ("path", rules.under_folder("/home/me/.ssh")))
+    for path in ("/home/me/.ssh/id_ed25519", "/home/me/.ssh/./id_ed25519",
+                 "/home/me/x/../.ssh/id_ed25519", "/home/me//.ssh/id_ed25519",
+                 "//home/me/.ssh/id_ed25519", "/home/me/.ssh/id\x00", "/home/me/.ssh\n",
+                 "/home/me\\.ssh\\id_ed25519"):  # fmt: skip
+        assert decide({"path": path}, never, side_effect=SideEffect.READ_ONLY).outcome is DENIED, (
+            path
+        )
+    assert decide(
+        {"path": "/home/me/notes/a"}, never, side_effect=SideEffect.READ_ONLY
+    ).outcome is (ALLOWED)
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_line_break_at_the_end_does_not_pass_a_folder_or_a_pattern() -> None:
+    """A pattern's ``$`` matches before a final line break: ``/home/me/notes\n`` is a sibling of
+    the folder, not in it, and ``^x$`` made for one value must not allow it with one after."""
+    notes = rule(Effect.ALLOW, ("path", rules.under_folder("/home/me/notes")))
+    exact = rule(Effect.ALLOW, ("to", rules.pattern("^ann@example\\.com$")))
+    assert decide({"path": "/home/me/notes\n"}, notes).outcome is ASKED
+    assert decide({"path": "/home/me/notes/a\tb"}, notes).outcome is ASKED
+    assert decide({"to": "ann@example.com"}, exact).outcome is ALLOWED
+    assert decide({"to": "ann@example.com\n"}, exact).outcome is ASKED
+
+
+def test_an_expiry_at_the_calendars_edge_is_refused_by_name() -> None:
+    for text in ("9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"):
+        with pytest.raises(RuleExpiryInvalid):
+            rules.read_time(text)
+
+
+def test_a_rule_whose_id_is_not_its_contents_is_refused_by_name() -> None:
+    made = rule(Effect.ALLOW, ("to", rules.equals("ann@example.com")))
+    assert rules.from_table("mail", "send", made.id, made.table()) == made
+    with pytest.raises(RuleIdMismatch):  # a condition changed by hand under the old id
+        rules.from_table("mail", "send", made.id, {**made.table(), "when": "{}"})
+    with pytest.raises(RuleIdMismatch):
+        rules.from_table("mail", "send", "R000000", made.table())
+
+
+def test_what_a_reader_cannot_see_is_marked_when_a_rule_is_said() -> None:
+    hidden = rule(Effect.ALLOW, ("to", rules.equals("boss@corp.example\u202egro.live")))
+    said = rules.words(hidden)
+    assert "\u202e" not in said and "U+202E" in said, said
 
 
 def test_a_folder_must_be_absolute_and_written_plainly() -> None:

@@ -319,6 +319,26 @@ CORE: tuple[Mutation, ...] = (
         "an identical call whose predecessor's outcome is unknown runs again without the operator",
         "tests/core/test_grants.py::test_a_grant_yields_the_duplicate_rule_but_not_a_call_that_may_have_run",
     ),
+    Mutation(
+        "a grant is honoured on a database cut back before its end",
+        "G-GATE-6",
+        "core/grants.py",
+        "            if kept is not None:\n                holds(store, kept)\n",
+        "            pass\n",
+        "an agent deletes a grant's revocation from the database and the call runs unasked again",
+        "tests/core/test_grants.py::"
+        "test_an_end_cut_off_the_chain_brings_no_grant_back_once_the_end_is_kept",
+    ),
+    Mutation(
+        "a grant covers an unknown outcome once it is past the window",
+        "G-GATE-6",
+        "core/proxy/server.py",
+        " and completed is not None and completed[1] and not may_have_run:",
+        " and False:",
+        "a call cut off with its outcome unknown runs again under the grant ten minutes later",
+        "tests/proxy/test_grants.py::"
+        "test_a_call_whose_predecessor_may_have_run_asks_under_a_grant_past_the_window",
+    ),
     # --- G-CRASH-1: no side effect twice without the operator ---------------------------------
     Mutation(
         "a takeover treats every started tool as repeatable",

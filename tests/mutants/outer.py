@@ -142,6 +142,16 @@ OUTER: tuple[Mutation, ...] = (
         "test_an_allow_rule_on_a_destructive_tool_needs_the_confirmation_to_decide",
     ),
     Mutation(
+        "a reject rule reads only the arguments as sent",
+        "G-RULES-1",
+        "core/rules.py",
+        "        if rule.matches(arguments) or rule.matches(loose):  # rule 4\n",
+        "        if rule.matches(arguments):  # rule 4\n",
+        "always reject in ~/.ssh is stepped around with ~/.ssh/./id or //home/me/.ssh/id",
+        "tests/core/test_rules.py::"
+        "test_a_reject_folder_rule_is_not_escaped_by_another_spelling_of_the_same_path",
+    ),
+    Mutation(
         "a server inherits the whole environment",
         "G-PROXY-3",
         "core/proxy/upstream.py",
@@ -149,6 +159,28 @@ OUTER: tuple[Mutation, ...] = (
         "env=None,",
         "every variable of the environment Signoff runs in reaches the server, named or not",
         "tests/proxy/test_manage.py::test_a_server_gets_only_path_home_tmpdir_and_the_variables_named",
+    ),
+    Mutation(
+        "a remote server's credential may be written into config.toml",
+        "G-REMOTE-1",
+        "core/proxy/remote.py",
+        "    if credential and not found:\n",
+        "    if False:\n",
+        "a bearer token written out in a header is kept in config.toml and in the recorded"
+        " configuration",
+        "tests/proxy/test_remote.py::"
+        "test_a_bad_url_or_header_is_refused_by_name_and_the_file_kept[literal-bearer]",
+    ),
+    Mutation(
+        "a remote server's headers are logged",
+        "G-REMOTE-1",
+        "core/proxy/http_upstream.py",
+        "        self._log = private_files.open_log_bytes(self.log_path)\n",
+        "        self._log = private_files.open_log_bytes(self.log_path)\n"
+        "        self.note(repr(self._headers).encode())\n",
+        "the token a header carries is written to the server's log",
+        "tests/proxy/test_remote.py::"
+        "test_a_remote_server_is_pinned_over_its_bytes_gated_approved_and_recorded[events]",
     ),
     Mutation(
         "the proxy lets an allow rule run a call on signoffs own files",
@@ -336,8 +368,8 @@ OUTER: tuple[Mutation, ...] = (
         "the tray decides without the hash it showed",
         "G-APP-1",
         "app/tray.py",
-        "expected_hash=shown_hash, operator=self.operator)  # fmt: skip",
-        "expected_hash=None, operator=self.operator)  # fmt: skip",
+        "expected_hash=shown_hash, operator=self.operator, scope=scope or None,",
+        "expected_hash=None, operator=self.operator, scope=scope or None,",
         "a click decides whatever request now has that id, not the one whose hash was shown",
         "tests/app/test_tray.py::test_an_approve_for_a_request_changed_since_it_was_shown_is_refused_and_decides_nothing[before-a-re-read]",
     ),
@@ -345,8 +377,8 @@ OUTER: tuple[Mutation, ...] = (
         "the tray decides with the hash it re-read",
         "G-APP-1",
         "app/tray.py",
-        "expected_hash=shown_hash, operator=self.operator)  # fmt: skip",
-        "expected_hash=pending.request_hash, operator=self.operator)  # fmt: skip",
+        "expected_hash=shown_hash, operator=self.operator, scope=scope or None,",
+        "expected_hash=pending.request_hash, operator=self.operator, scope=scope or None,",
         "a request rewritten behind its id after it was shown is approved once the app re-read it",
         "tests/app/test_tray.py::test_an_approve_for_a_request_changed_since_it_was_shown_is_refused_and_decides_nothing[after-a-re-read]",
     ),
@@ -396,5 +428,15 @@ OUTER: tuple[Mutation, ...] = (
         "another account can take the name first, and a planted file there is trusted",
         "tests/app/test_instance_and_autostart.py::"
         "test_the_instance_socket_is_the_users_own_and_a_planted_file_there_is_not_trusted",
+    ),
+    Mutation(
+        "every server may ask the host's model",
+        "G-ASK-1",
+        "core/proxy/asks.py",
+        "        why = self._refusal(upstream)\n",
+        '        why = ""\n',
+        "a server the operator never allowed to sample reaches the host's model",
+        "tests/proxy/test_elicitation_sampling.py::"
+        "test_sampling_is_refused_by_default_naming_why_and_the_host_never_sees_it",
     ),
 )

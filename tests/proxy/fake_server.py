@@ -29,7 +29,10 @@ SCRIPT holds:
   "calls": a file each tools/call line is appended to exactly as received (what reached it),
   "greetings": a file each initialize's params are appended to, "levels": each
   logging/setLevel's, "roots_changed": a line for each notifications/roots/list_changed,
-  "capabilities": what it declares, "instructions": its instructions.
+  "capabilities": what it declares, "instructions": its instructions,
+  "prompts": a file holding the exact text of the ``prompts`` array to list (read at each
+  prompts/list, so a test can reword one); prompts/get answers one user message naming the
+  prompt and its arguments.
 Tools it answers: read_note (returns the notes), write_note(text) (appends), anything else
 echoes its arguments.
 """
@@ -262,6 +265,14 @@ def main() -> None:
                     "result": {"content": [{"type": "text", "text": text}], "isError": False},
                 }
             )
+        elif method == "prompts/list" and script.get("prompts"):
+            listed = Path(script["prompts"]).read_bytes()
+            send_raw(b'{"jsonrpc":"2.0","id":' + json.dumps(mid).encode()
+                     + b',"result":{"prompts":' + listed + b"}}")  # fmt: skip
+        elif method == "prompts/get" and script.get("prompts"):
+            said = {"type": "text", "text": f"got {json.dumps(message['params'])}"}
+            send({"jsonrpc": "2.0", "id": mid,
+                  "result": {"messages": [{"role": "user", "content": said}]}})  # fmt: skip
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": mid, "result": {}})
         elif method == "logging/setLevel":  # recorded even when logging was not declared

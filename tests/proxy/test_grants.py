@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from core import grants
 from core.approvals import approve, reject
 from core.proxy.config import load as load_config
 from core.proxy.server import Proxy
@@ -125,6 +127,53 @@ def test_a_call_whose_identical_predecessor_may_have_run_asks_grant_or_not(
         decide(store, cut_off, rejected=True)
         assert "may have taken effect" in await write(proxy, "hello")  # that ruling, collected
         assert (await write(proxy, "hello")).startswith(DUPLICATE)
+
+    run_proxy(home, scenario)
+    assert written(notes, "hello") == 1
+
+
+def test_a_call_whose_predecessor_may_have_run_asks_under_a_grant_past_the_window(
+    home: Path, tmp_path: Path
+) -> None:
+    """The approved call ran and the server died (its outcome unknown); the operator said not
+    to repeat it. Long after the duplicate window, the grant still does not cover the call."""
+    notes = tmp_path / "notes.txt"
+    set_up(home, notes, on_call={"write_note": "die"})
+    config = home / "config.toml"
+    config.write_text("duplicate_window_seconds = 1\n" + config.read_text())
+
+    async def scenario(proxy: Proxy, store: Store) -> None:
+        decide(store, await write(proxy, "hello"), scope="1h")
+        cut_off = await write(proxy, "hello")  # ran under the approval; the server died
+        decide(store, cut_off, rejected=True)  # the operator: do not repeat it
+        assert "may have taken effect" in await write(proxy, "hello")
+        await asyncio.sleep(1.5)  # the unknown outcome is now older than the window
+        assert "waits for the operator" in await write(proxy, "hello")
+
+    run_proxy(home, scenario)
+    assert written(notes, "hello") == 1
+
+
+def test_a_revoked_grant_is_not_brought_back_by_cutting_its_end_off_the_chain(
+    home: Path, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    set_up(home, notes)
+
+    async def scenario(proxy: Proxy, store: Store) -> None:
+        decide(store, await write(proxy, "hello"), scope="1h")
+        assert await write(proxy, "hello") == "wrote 'hello'"  # the approved call
+        with store.snapshot() as conn:
+            [grant] = grants.listed(conn)
+        grants.revoke(store, grant.id, by="operator:me")
+        assert grants.keep_end(store) == ""  # as `signoff grants revoke` does
+        # An agent with a file tool takes the end away again.
+        with sqlite3.connect(store.path) as conn:
+            conn.execute("DELETE FROM events WHERE kind = 'grant.revoked'")
+            conn.execute("UPDATE grants SET revoked_at = NULL, revoked_by = NULL")
+        conn.close()
+        # Not under the grant: the identical call that completed a moment ago asks again.
+        assert "waits for the operator" in await write(proxy, "hello")
 
     run_proxy(home, scenario)
     assert written(notes, "hello") == 1

@@ -1,0 +1,265 @@
+"""A remote server's configuration: its URL, its headers, and where the headers' secrets live.
+
+```toml
+[servers.tickets]
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer ${TICKETS_TOKEN}", X-Team = "${keyring:team-id}" }
+# [servers.tickets.auth] is reserved for OAuth, which Signoff does not do yet: refused today
+```
+
+Rules:
+
+1. A server has a ``command`` or a ``url``, never both. A URL is ``https``, or ``http`` to this
+   computer only (localhost, 127.0.0.0/8, ::1): a token sent in clear text across a network
+   can be read on the way. It carries no user name or password and no fragment.
+2. A header's name is an HTTP token, and not one Signoff sets itself (Accept, Content-Type,
+   Mcp-Session-Id, MCP-Protocol-Version, Host, ...). Its value is printable text in which
+   ``${NAME}`` stands for the environment variable NAME and ``${keyring:NAME}`` for a secret
+   Signoff keeps in the OS keyring (``signoff secret set NAME``); any other ``${`` is refused.
+3. A header that carries credentials (Authorization, Proxy-Authorization, Cookie, or a name
+   with "token", "key", "secret" or "auth" in it) takes them from a reference: a value with
+   none would be the secret itself, written into config.toml (and into the configuration
+   Signoff records in the chain), and is refused.
+4. References are read when the server is started, never stored: a variable or secret that is
+   not there, or one holding a line break or a control character, is ``RemoteSecretMissing``,
+   named (the header and the reference), and the server is not contacted. No value is ever
+   put in a message, a log or the record.
+5. ``auth`` is reserved for OAuth (not supported): any value is refused, by name.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
+
+from core.errors import ConfigError, RemoteConfigRefused, RemoteSecretMissing
+
+if TYPE_CHECKING:
+    from core.proxy.config import ServerConfig
+
+SERVICE = "signoff"  # the keyring service Signoff keeps its own secrets under
+SECRET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}")
+REFERENCE = re.compile(r"\$\{(?:keyring:(?P<secret>[^}]*)|(?P<variable>[^}]*))\}")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Set by the transport (core/proxy/http_upstream.py) or by HTTP itself.
+RESERVED = frozenset({
+    "accept", "content-type", "content-length", "mcp-session-id", "mcp-protocol-version",
+    "last-event-id", "host", "connection", "transfer-encoding", "upgrade", "te", "trailer",
+    "keep-alive", "proxy-connection", "expect",
+})  # fmt: skip
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+CREDENTIAL_WORDS = ("token", "key", "secret", "auth")
+MAX_URL = 2048
+MAX_VALUE = 8192
+
+
+class _Where(Protocol):
+    def error(
+        self, key: tuple[str, ...], message: str, cls: type[ConfigError] = ConfigError
+    ) -> ConfigError: ...
+
+
+def check_url(url: str) -> str:
+    """``url`` if it may be a remote server's address (rule 1), else ``RemoteConfigRefused``."""
+    if not url or len(url) > MAX_URL or any(c.isspace() or ord(c) < 32 for c in url):
+        raise RemoteConfigRefused(f"{url[:80]!r} is not a URL (no spaces, at most {MAX_URL})")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError as e:
+        raise RemoteConfigRefused(f"{url!r} is not a URL: {e}") from None
+    if parts.scheme not in ("https", "http") or not host:
+        raise RemoteConfigRefused(f"{url!r}: a remote server's URL is https://HOST/...")
+    if parts.username is not None or parts.password is not None:
+        raise RemoteConfigRefused(
+            f"{parts.scheme}://{host}...: a URL may not carry a user name or password; put"
+            " credentials in a header that names a variable or keyring secret"
+        )
+    if parts.fragment:
+        raise RemoteConfigRefused(f"{url!r}: a URL with a #fragment is not a server's address")
+    if parts.scheme == "http" and not is_loopback(host):
+        raise RemoteConfigRefused(
+            f"{url!r}: plain http is allowed to this computer only (localhost, 127.0.0.1,"
+            " ::1); use https"
+        )
+    return url
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def references(value: str) -> list[tuple[str, str]]:
+    """The references in a header's value, each ``("env", NAME)`` or ``("keyring", NAME)``;
+    ``RemoteConfigRefused`` for a ``${`` that is not one (rule 2)."""
+    found: list[tuple[str, str]] = []
+    for match in REFERENCE.finditer(value):
+        secret, variable = match.group("secret"), match.group("variable")
+        if secret is not None:
+            if not SECRET_NAME.fullmatch(secret):
+                raise RemoteConfigRefused(
+                    f"${{keyring:{secret[:40]}}}: a secret's name is letters, digits, '.', '-'"
+                    " and '_' (at most 64)"
+                )
+            found.append(("keyring", secret))
+        else:
+            if not ENV_NAME.fullmatch(variable):
+                raise RemoteConfigRefused(
+                    f"${{{variable[:40]}}} is not an environment variable's name"
+                )
+            found.append(("env", variable))
+    if "${" in REFERENCE.sub("", value):
+        raise RemoteConfigRefused("a '${' that does not close as ${NAME} or ${keyring:NAME}")
+    return found
+
+
+def check_header(name: str, value: str) -> None:
+    """Rules 2 and 3: ``RemoteConfigRefused`` naming the header, never quoting its value."""
+    if not HEADER_NAME.fullmatch(name):
+        raise RemoteConfigRefused(f"{name[:64]!r} is not an HTTP header name")
+    lowered = name.lower()
+    if lowered in RESERVED:
+        raise RemoteConfigRefused(f"header {name}: Signoff sets this header itself")
+    if len(value) > MAX_VALUE or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise RemoteConfigRefused(
+            f"header {name}: a value is one line of printable text (at most {MAX_VALUE})"
+        )
+    try:
+        found = references(value)
+    except RemoteConfigRefused as e:
+        raise RemoteConfigRefused(f"header {name}: {e}") from None
+    credential = lowered in CREDENTIAL_HEADERS or any(w in lowered for w in CREDENTIAL_WORDS)
+    if credential and not found:
+        raise RemoteConfigRefused(
+            f"header {name} carries credentials: write them as ${{VARIABLE}} or"
+            " ${keyring:NAME}, never into config.toml"
+        )
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``Name: value`` as given on the command line."""
+    name, colon, value = text.partition(":")
+    if not colon:
+        raise RemoteConfigRefused(f"a header is given as 'Name: value', not {text[:40]!r}")
+    name, value = name.strip(), value.strip()
+    check_header(name, value)
+    return name, value
+
+
+def read(
+    table: Mapping[str, Any], key: tuple[str, ...], where: _Where
+) -> tuple[str, dict[str, str]]:
+    """A server table's ``url`` and ``headers`` ("" and none for a stdio server), checked by
+    rules 1, 2, 3 and 5; config.py's parser hands them here."""
+    if "auth" in table:
+        raise where.error((*key, "auth"), "OAuth is not supported yet: 'auth' is reserved for it",
+                          RemoteConfigRefused)  # fmt: skip
+    if "url" not in table:
+        if "headers" in table:
+            raise where.error((*key, "headers"), "headers are for a server with a url",
+                              RemoteConfigRefused)  # fmt: skip
+        return "", {}
+    url = table["url"]
+    if "command" in table or "args" in table or "env" in table:
+        raise where.error((*key, "url"), "a server has a command or a url, not both",
+                          RemoteConfigRefused)  # fmt: skip
+    if not isinstance(url, str):
+        raise where.error((*key, "url"), "a URL is a string", RemoteConfigRefused)
+    raw = table.get("headers", {})
+    if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
+        raise where.error((*key, "headers"), "headers are a table of strings",
+                          RemoteConfigRefused)  # fmt: skip
+    headers = {str(name): str(value) for name, value in raw.items()}
+    try:
+        check_url(url)
+    except RemoteConfigRefused as e:
+        raise where.error((*key, "url"), str(e), RemoteConfigRefused) from None
+    seen: set[str] = set()
+    for name, value in headers.items():
+        try:
+            check_header(name, value)
+            if name.lower() in seen:
+                raise RemoteConfigRefused(f"header {name} is given twice")
+        except RemoteConfigRefused as e:
+            raise where.error((*key, "headers"), str(e), RemoteConfigRefused) from None
+        seen.add(name.lower())
+    return url, headers
+
+
+# --- at start: the references' values (rule 4) ---------------------------------------------
+
+
+def resolve(
+    server: ServerConfig,
+    environ: Mapping[str, str] | None = None,
+    secret: Callable[[str], str | None] | None = None,
+) -> dict[str, str]:
+    """The server's headers with each reference replaced by its value, read now."""
+    source = os.environ if environ is None else environ
+    read_secret = keyring_secret if secret is None else secret
+    resolved: dict[str, str] = {}
+    for name, value in server.headers.items():
+
+        def value_of(match: re.Match[str], name: str = name) -> str:
+            wanted, variable = match.group("secret"), match.group("variable")
+            if wanted is not None:
+                where = f"the keyring secret {wanted} (signoff secret set {wanted})"
+                found = read_secret(wanted)
+            else:
+                where, found = f"the environment variable {variable}", source.get(variable)
+            if found is None or found == "":
+                raise RemoteSecretMissing(
+                    f"server {server.name}: header {name} needs {where}, which is not set"
+                )
+            if any(ord(c) < 32 or ord(c) == 127 for c in found):
+                raise RemoteSecretMissing(
+                    f"server {server.name}: header {name}: {where} holds a line break or a"
+                    " control character, which no header may carry"
+                )
+            return found
+
+        resolved[name] = REFERENCE.sub(value_of, value)
+    return resolved
+
+
+def _user(name: str) -> str:
+    return f"header-secret:{name}"
+
+
+def keyring_secret(name: str) -> str | None:
+    """The secret kept under ``name``, or None; a keyring that cannot be read is named."""
+    from core import keyring_calls
+
+    try:
+        backend = keyring_calls.backend()
+        found = keyring_calls.call(lambda: backend.get_password(SERVICE, _user(name)))
+    except Exception as e:  # any keyring failure: the server cannot be given its secret
+        raise RemoteSecretMissing(
+            f"the keyring secret {name} cannot be read: {keyring_calls.describe(e)}"
+        ) from None
+    return found if isinstance(found, str) else None
+
+
+def store_secret(name: str, value: str) -> None:
+    """Keep ``value`` under ``name`` in the OS keyring (``signoff secret set``)."""
+    from core import keyring_calls
+
+    if not SECRET_NAME.fullmatch(name):
+        raise RemoteConfigRefused(
+            f"{name[:40]!r}: a secret's name is letters, digits, '.', '-' and '_' (at most 64)"
+        )
+    if not value or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise RemoteConfigRefused(f"secret {name}: one line of printable text, not empty")
+    backend = keyring_calls.backend()
+    keyring_calls.call(lambda: backend.set_password(SERVICE, _user(name), value))
