@@ -34,6 +34,7 @@ from app.keyring_worker import KeyringWorker
 from app.labels import dbus_menu_in_use, menu_text
 from app.model import AppModel, Pending
 from app.notifier import Notifier
+from app.review_notice import REVIEW_WHY, ReviewNotice
 from app.settings import SettingsWindow
 from app.watcher import Watcher
 from app.words import class_words
@@ -137,6 +138,9 @@ class TrayApp(QObject):
         self.icon_look: Look | None = None  # the highest look waiting, as the icon shows it
         self.history: HistoryWindow | None = None
         self.settings: SettingsWindow | None = None
+        # Servers with tools to review: menu entries opening Settings on them (app/review_notice)
+        self.review = ReviewNotice(self.config_path, data_dir / "status", self.open_settings, self)
+        self.menu.triggered.connect(self.review.chosen)
         self.notifications = self._notifications()
         self.watcher = Watcher(store.path, self)
         self.watcher.changed.connect(self.refresh)
@@ -204,6 +208,8 @@ class TrayApp(QObject):
             self.notifier.notify(p)
         self._follow_decisions()
         self.check_config()
+        for item in self.review.read():  # newly waiting: said once, then in the menu
+            self.say("Signoff: tools to review", f"{item.words()}. {REVIEW_WHY}")
         if self.history is not None and self.history.isVisible():
             self.history.refresh()
         self._rebuild()
@@ -469,7 +475,7 @@ class TrayApp(QObject):
         # (made again under the pointer it closed, or moved): then once it closes.
         says = (state, tuple((p.id, p.title, p.side_effect, p.fingerprint) for p in model.pending),
                 witness, self.key_problem, model.unauthenticated, model.paused,
-                self.dbus_menu, self.config_outside, self.demo.running,
+                self.dbus_menu, self.config_outside, self.review.waiting, self.demo.running,
                 self.demo.has_record())  # fmt: skip
         if says == self._menu_says:
             return
@@ -500,6 +506,7 @@ class TrayApp(QObject):
             outside_action = menu.addAction(self._label(f"{config_outside.TITLE}: review…"))
             outside_action.triggered.connect(self.open_config_outside)
             menu.addSeparator()
+        self.review.add_to(menu, self._label)
         if self.store.path.parent != paths.platform_dirs()[0]:  # another home: say which
             menu.addAction(self._label(f"On {shown_path(self.store.path)}")).setEnabled(False)
         header = menu.addAction(

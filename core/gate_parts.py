@@ -8,7 +8,10 @@ the gate imports it back.
 Rules:
 
 1. Tool names are unique: a second tool of one name is refused (``SchemaRefused``) as the gate
-   is made. Each tool is compiled once, there.
+   is made. Each tool is compiled once, there. ``retool`` takes up a new tool set whole, between
+   calls: a step proposed before keeps the tool it was proposed with, and a run waiting on an
+   approval meets the tool of its name as it is now, which holds it only if its spec hash is the
+   one approved (core/waiting.py).
 2. The owner name is the configured owner with a random suffix: two gates never share a lease,
    not even two in one process under one configured name.
 3. A lease runs ``lease_ttl`` seconds by the wall clock from its last renewal; what is recorded
@@ -22,6 +25,7 @@ Rules:
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.canonical import JSONValue
@@ -30,7 +34,7 @@ from core.lease import LeaseKeeper
 from core.policy import PolicyDecision, PolicyRequest, identity_of
 from core.records import RunView
 from core.store import format_time
-from core.tools import CompiledTool
+from core.tools import CompiledTool, Tool
 from core.verdicts import GateConfig
 
 
@@ -51,14 +55,23 @@ class GateParts:
         self.store = config.store
         self.owner = f"{config.owner}-{secrets.token_hex(4)}"
         self.tools: dict[str, CompiledTool] = {}
-        for tool in config.tools:
-            if tool.name in self.tools:
-                raise SchemaRefused(f"two tools are named {tool.name}")
-            self.tools[tool.name] = CompiledTool(tool)
+        self.retool(config.tools)
         self.leases = LeaseKeeper(
             self.store.path, self.owner, ttl=config.lease_ttl, wall_clock=config.wall_clock,
             busy_timeout=self.store.busy_timeout,
         )  # fmt: skip
+
+    def retool(self, tools: Sequence[Tool]) -> None:
+        """This gate's tools from now on (rule 1); nothing changes when one is refused."""
+        compiled: dict[str, CompiledTool] = {}
+        for tool in tools:
+            if tool.name in compiled:
+                raise SchemaRefused(f"two tools are named {tool.name}")
+            old = self.tools.get(tool.name)  # compiled once while it stays the same
+            compiled[tool.name] = (
+                old if old is not None and old.tool == tool else CompiledTool(tool)
+            )
+        self.tools = compiled
 
     def _now_text(self) -> str:
         return format_time(self.config.clock())

@@ -21,7 +21,9 @@ Rules:
    (``Proxy.serve_call``): its answer is the result as the server sent it, or the JSON-RPC
    error the server answered with. A host's ``notifications/cancelled`` sets the call's
    cancellation; a cancelled request gets no answer (JSON-RPC), its outcome is recorded.
-   A request whose id is a request's still in flight is refused (-32600).
+   A request whose id is a request's still in flight is refused (-32600). When the tools
+   offered change (core/proxy/server.py rule 5), an initialized host is sent
+   ``notifications/tools/list_changed``; the answer to ``initialize`` declares ``listChanged``.
 4. ``ping`` is answered by Signoff. ``logging/setLevel`` goes to every running server that
    declared ``logging`` (when none did, to every running server, so each answers for itself):
    with one, the host gets its answer unchanged; with several, success when one took it, else
@@ -100,6 +102,7 @@ class HostSession:
         self._next_id = 0
         self._tasks: set[asyncio.Task[None]] = set()
         proxy.on_server_message = self.from_server
+        proxy.on_tools_changed = self._tools_changed
         self.asks = asks.Asks(proxy.store, proxy.config, proxy.config_path, ask=self.ask,
                               ready=self._host_ready, capabilities=lambda: self.host_capabilities,
                               host=lambda: self.proxy.host.label)  # fmt: skip
@@ -193,7 +196,7 @@ class HostSession:
         return {"result": result}
 
     def _capabilities(self) -> dict[str, Any]:
-        declared: dict[str, Any] = {"tools": {"listChanged": False}}
+        declared: dict[str, Any] = {"tools": {"listChanged": True}}  # rule 3
         if any("logging" in u.capabilities for u in self.proxy.upstreams.values()):
             declared["logging"] = {}
         declared.update(self.proxy.resources.capabilities())  # only what servers offer
@@ -250,6 +253,11 @@ class HostSession:
         elif method == "notifications/roots/list_changed":
             self._spawn(self._roots_changed(params))  # never holds up the host's next message
 
+    def _tools_changed(self) -> None:
+        if self._started is not None:  # rule 3: before initialize, the host has not listed
+            notice: Message = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            self._spawn(self._deliver(notice))
+
     async def _roots_changed(self, params: dict[str, Any]) -> None:
         method = "notifications/roots/list_changed"
         try:
@@ -303,8 +311,6 @@ class HostSession:
         elif self.proxy.resources.forwards(upstream.server.name, method):
             sent = {"params": message["params"]} if isinstance(message.get("params"), dict) else {}
             await self._deliver({"jsonrpc": "2.0", "method": method, **sent})
-        elif method == "notifications/tools/list_changed":
-            upstream.note(b"tools/list_changed ignored: the tool set is fixed at start")
         else:
             upstream.note(f"{method} not passed on".encode()[:300])
         return None

@@ -3,15 +3,20 @@
 Rules:
 
 1. Only tools that are pinned, unchanged, classified and free of annotation conflicts are
-   offered (core/proxy/pins.py); the set is fixed at start. With one server the tool names are
-   unchanged; with several they are ``server__tool``, and a collision refuses the later tool.
-   ``signoff_status`` (read-only, answered by the proxy) lists what waits; an upstream tool of
-   that name is refused.
+   offered (core/proxy/pins.py), under the configuration in force. With one server the tool
+   names are unchanged; with several they are ``server__tool``, and a collision refuses the
+   later tool. ``signoff_status`` (read-only, answered by the proxy) lists what waits; an
+   upstream tool of that name is refused. A server no longer configured offers nothing.
 2. Each offered tool is shown to the host as the server listed it (``listing``): its name (the
    exposed one), then its title, description, input schema (fixed and denied parameters
    removed), output schema, annotations, ``execution`` and ``_meta``, each only when the
    server sent it, in that order. The title and output schema are shown only when its pin
    covers them (core/proxy/pins.py rules 1 and 2); ``icons`` are never shown (rule 6 there).
+3. The set is evaluated again, whole, when the configuration in force changes or a server's
+   listing is read again (``retake``): a tool pinned and unchanged stays offered as it was, a
+   new or changed one waits for the operator (core/proxy/review.py), and a tool the operator
+   has since pinned and classified is offered. Whether the host's listing changed is said, so
+   that the host is told (core/proxy/server.py rule 5).
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ class Exposed:
 
 class Offered:
     """The tools offered (``exposed``), and why each other name the host may call is not
-    (``refused``), for the servers ``names``, as ``configured`` at start."""
+    (``refused``), for the servers ``names``, as ``configured`` (rule 3: evaluated again)."""
 
     def __init__(self, names: list[str], configured: Mapping[str, ServerConfig]) -> None:
         self.names = names
@@ -79,10 +84,9 @@ class Offered:
     def expose(self, listings: Mapping[str, Listing]) -> None:
         several = len(self.names) > 1
         for name in self.names:
-            listing = listings.get(name)
-            if listing is None:
+            listing, server = listings.get(name), self.configured.get(name)
+            if listing is None or server is None:
                 continue
-            server = self.configured[name]
             for tool in listing.tools:
                 state = evaluate(tool, server.tools.get(tool.name))
                 exposed_name = f"{name}__{tool.name}" if several else tool.name
@@ -98,12 +102,23 @@ class Offered:
                 self.refused.setdefault(exposed_name, why)
                 log.warning("not offered: %s/%s: %s", name, tool.name, why)
 
+    def retake(
+        self, configured: Mapping[str, ServerConfig], listings: Mapping[str, Listing]
+    ) -> bool:
+        """The set under ``configured``, from ``listings`` (rule 3): whether the host's
+        listing changed."""
+        before = self.listing()
+        self.configured = configured
+        self.exposed, self.refused = {}, {}
+        self.expose(listings)
+        return self.listing() != before
+
     def withdraw(self, server: str, listing: Listing, tool: str) -> str:
         """A restarted server's whole new listing checked against the pins: every offered tool
         of it that changed stops being offered, not only the one being called (a reworded
         tool could now say it is destructive). Why ``tool`` was withdrawn, or ""."""
         listed = {t.name: t for t in listing.tools}
-        configured = self.configured[server].tools
+        configured = self.configured[server].tools if server in self.configured else {}
         withdrawn = ""  # why the tool being called was, if it was
         for exposed in [e for e in self.exposed.values() if e.server == server]:
             name = exposed.state.tool.name
@@ -111,7 +126,7 @@ class Offered:
             state = evaluate(now, configured.get(name)) if now is not None else None
             if state is None:
                 why = "is no longer listed"
-            elif state.status != "pinned":  # the configuration is as at start: so was the pin
+            elif state.status != "pinned":  # the pin in force now
                 why = "changed since it was pinned"
             elif not state.available:
                 why = state.reason

@@ -23,6 +23,10 @@ Rules:
    host's runs, ``signoff_status`` lists only its host's pending requests, and another host's
    identical mutating call is a new call that waits as a ``duplicate`` while the first may
    have taken effect (completed or cut off within the window, or not ended yet).
+5. The tool set follows the servers' listings and the configuration in force (core/proxy/live.py,
+   core/proxy/offered.py rule 3); the gate takes it up between calls (core/gate_parts.py rule 1):
+   a call keeps the tool it was proposed with, an approval holds only while its tool's spec (pin,
+   class, fixed values) is unchanged. The host is told (``on_tools_changed``) when it changed.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from core.proxy import answers, config_record, host_identity, instructions, resu
 from core.proxy.answers import STATUS_TOOL, Result
 from core.proxy.cancel import HOST_CALL, HostCall, current, host_gave_up
 from core.proxy.config import Config, stamp
+from core.proxy.live import Live
 from core.proxy.offered import Exposed, Offered
 from core.proxy.recall import Raced, Recall, close_run, format_time_now, still_latest
 from core.proxy.resources import Resources
@@ -117,8 +122,11 @@ class Proxy:
             on_message=self._from_server,
             # A result is read whole well past its limit, to be cut rather than dropped.
             ceiling=lambda server: max(CEILING, 4 * self._timeouts.result_limit(server)),
+            withdrew=lambda: self.on_tools_changed and self.on_tools_changed(),
         )
         self.on_server_message: OnMessage | None = None  # the host session's, once it serves
+        self.on_tools_changed: Callable[[], None] | None = None  # rule 5, the host session's
+        self.live = Live(self.servers, self.status_dir, self.retool, self.reload_rules)
         self.roots: dict[str, Any] = {}  # the roots each server was last given by the host
         self.resources = Resources(self)  # prompts, resources, completion (decision 0055)
         self.policy = ProxyRules(
@@ -163,6 +171,8 @@ class Proxy:
         self.gate = Gate(
             GateConfig(store=self.store, tools=tools, policy=self.policy, owner="proxy")
         )
+        self.live.watch()
+        wake.wake("tools")  # the app shows what waits for the operator (core/proxy/live.py)
 
     def _gate_tool(self, exposed: Exposed) -> Tool:
         state = exposed.state
@@ -215,9 +225,8 @@ class Proxy:
         The rules in force are the configuration Signoff last recorded, never the file as it
         stands (core/proxy/config_record.py): a file changed outside Signoff, gone or unreadable
         keeps the recorded rules, and says so in the log. A rule the operator tightened applies
-        to the next call, without restarting the proxy. The tool set (pins, classes, fixed and
-        denied parameters) stays as it was at start: a tool's class is part of what the gate
-        pinned."""
+        to the next call, without restarting the proxy, and so does a pin, class, fixed or
+        denied parameter: the tool set is evaluated again (rule 5)."""
         if self.config_path is None:
             return False
         now = self._config_generation()
@@ -232,14 +241,9 @@ class Proxy:
             return False
         if state.changed_outside:
             log.error("%s", state.why())
-        inner = new.policy()
-        # Rules see the fixed values the gate sends, which are the ones it started with.
-        sent = {f"{server.name}/{tool}": spec.fixed for server in self.config.servers.values()
-                for tool, spec in server.tools.items() if spec.fixed}  # fmt: skip
-        inner.fixed = {tool: sent[tool] for tool in inner.rules if tool in sent}
-        self.policy.inner = inner
         self.config = dataclasses.replace(
             self.config,
+            servers=new.servers,
             classes=new.classes,
             duplicate_window_seconds=new.duplicate_window_seconds,
             call_timeout_seconds=new.call_timeout_seconds,
@@ -249,8 +253,25 @@ class Proxy:
         self._timeouts = new
         if not self._hold_given:
             self.hold = new.hold_seconds
+        self.retool()
+        inner = new.policy()
+        # Rules see the fixed values the gate sends: those of the tools offered now.
+        sent = {e.gate_name: e.state.fixed for e in self.exposed.values() if e.state.fixed}
+        inner.fixed = {tool: sent[tool] for tool in inner.rules if tool in sent}
+        self.policy.inner = inner
         log.info("rules reloaded: policy %s", self.policy.identity()[:16])
         return True
+
+    def retool(self) -> None:
+        """The tool set evaluated again and taken up by the gate; the host told of a change."""
+        changed = self.offered.retake(self.config.servers, self.servers.listings)
+        if self.gate is not None:
+            try:
+                self.gate.retool([self._gate_tool(e) for e in self.exposed.values()])
+            except SignoffError as e:  # the gate refuses a call to any tool it does not hold
+                log.error("the gate kept its tools; a tool it refused is not called: %s", e)
+        if changed and self.on_tools_changed is not None:
+            self.on_tools_changed()
 
     def _config_generation(self) -> tuple[object, int] | None:
         """What tells the rules in force apart: the file's stamp and the latest record."""
@@ -521,6 +542,7 @@ class Proxy:
         # Calls still in flight when the host went away record their outcome first.
         if self._calls:
             await asyncio.wait(set(self._calls), timeout=self.config.cancel_grace_seconds + 1)
+        await self.live.close()
         await self.servers.close()
 
     def instructions(self) -> str | None:
@@ -531,7 +553,10 @@ class Proxy:
 
     async def _from_server(self, upstream: Upstream, message: dict[str, Any]) -> Any:
         """A server's own request or notification: the host session's to answer or pass on
-        (core/proxy/hostsession.py rule 5), or, with no host, logged."""
+        (core/proxy/hostsession.py rule 5), or, with no host, logged; tools/list_changed: rule 5."""
+        if message.get("method") == "notifications/tools/list_changed" and "id" not in message:
+            self.live.listed_changed(upstream.server.name)
+            return None
         if self.on_server_message is not None:
             return await self.on_server_message(upstream, message)
         if "id" not in message:
@@ -546,7 +571,8 @@ class Proxy:
         return self.gate
 
     def _spec_hash(self, exposed: Exposed) -> str:
-        return self._require_gate().tools[exposed.gate_name].spec_hash
+        tool = self._require_gate().tools.get(exposed.gate_name)  # None: withdrawn meanwhile
+        return "" if tool is None else tool.spec_hash
 
     async def _grant(self, exposed: Exposed, arguments: Any) -> Grant | None:
         """The operator's standing grant for exactly this call, checked in the chain."""

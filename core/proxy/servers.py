@@ -70,6 +70,7 @@ class Servers:
         grace: Callable[[], float],
         on_message: OnMessage | None = None,
         ceiling: Callable[[str], int] | None = None,
+        withdrew: Callable[[], None] | None = None,
     ) -> None:
         self.configured = configured
         self.log_dir = log_dir
@@ -83,6 +84,7 @@ class Servers:
         self._grace = grace
         self._on_message = on_message
         self._ceiling = ceiling
+        self._withdrew = withdrew  # told when a restart took tools away (the host is told)
         self._spawned: dict[str, Upstream] = {}
         self.at_server: dict[str, str] = {}  # a call's progress token (as JSON) -> its server
 
@@ -184,7 +186,8 @@ class Servers:
 
     async def restart(self, server: str, tool: str) -> Upstream:
         """Start a server that died between calls, withdrawing what its new listing no longer
-        lets it offer (``Offered.withdraw``); refused when that includes ``tool``."""
+        lets it offer (``Offered.withdraw``, and ``withdrew`` told); refused when that includes
+        ``tool``."""
         old = self.upstreams.pop(server, None)
         if old is not None:
             await old.close()
@@ -192,7 +195,11 @@ class Servers:
             upstream, listing = await self.connect(self.configured[server])
         except UpstreamError as e:
             raise RuntimeError(f"server {server} is not running and did not restart: {e}") from None
+        offered = len(self._offered.exposed)
         withdrawn = self._offered.withdraw(server, listing, tool)
+        self.listings[server] = listing  # what the tool set is evaluated from next (live.py)
+        if len(self._offered.exposed) != offered and self._withdrew is not None:
+            self._withdrew()
         status.record(self.status_dir, server, listing, handshake=upstream.initialize_result)
         if withdrawn:
             await upstream.close()

@@ -84,12 +84,13 @@ DIFFERENCES: list[Difference] = [
     Difference(
         "D-CAPABILITIES",
         "initialize/capabilities",
-        "tasks are not proxied; tools.listChanged is false until live updates (issue 23);"
+        "tasks are not proxied; tools.listChanged is true whatever the server declares"
+        " (Signoff's own tool set changes when the operator reviews tools, decision 0054);"
         " logging, prompts, resources and completions are declared as the server declares"
         " them, prompts and resources once the operator turned them on (decision 0055)",
         tools_and_logging_only,
-        # mcp-server-time and mcp-server-git declare tools without listChanged, and no tasks.
-        servers=("everything", "filesystem", "filesystem-roots", "memory"),
+        # The filesystem and memory servers declare tools with listChanged, and no tasks.
+        servers=("everything", "time", "git"),
     ),
     # The listing.
     Difference(
@@ -136,7 +137,9 @@ DIFFERENCES: list[Difference] = [
     Difference(
         "D-NO-LIST-CHANGED",
         "notifications/other",
-        "not yet built: issue 23 (live updates): list_changed notifications are not forwarded",
+        "by design: a server's tools/list_changed is not passed on as it came: Signoff lists"
+        " the server again and tells the host only when the tools it offers changed (a new or"
+        " changed tool waits for the operator's review first; decision 0054)",
         no_list_changed,
         servers=("everything",),
     ),

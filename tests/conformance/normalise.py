@@ -155,11 +155,11 @@ def signoff_server_info(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any
     return direct, proxied
 
 
-SIGNOFF_CAPABILITIES = {"tools": {"listChanged": False}}
+SIGNOFF_CAPABILITIES = {"tools": {"listChanged": True}}
 
 
 def tools_and_logging_only(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
-    """Signoff declares tools (listChanged false) and, when the server declares them, logging,
+    """Signoff declares tools (listChanged true) and, when the server declares them, logging,
     and prompts, resources and completions as the server does (the operator turned them on)."""
     if not isinstance(direct, dict) or "tools" not in direct:
         return direct, proxied

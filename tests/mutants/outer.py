@@ -64,6 +64,15 @@ OUTER: tuple[Mutation, ...] = (
         "tests/proxy/test_offered.py::test_a_pinned_tool_nobody_classified_is_not_offered_and_a_call_of_it_is_refused",
     ),
     Mutation(
+        "a listing read again is taken up whole",
+        "G-PROXY-2",
+        "core/proxy/offered.py",
+        "        self.exposed, self.refused = {}, {}\n",
+        "        self.refused = {}\n",
+        "a tool reworded while the proxy runs stays offered under its old pin",
+        "tests/proxy/test_live_tools.py::test_a_tool_reworded_at_run_time_stops_being_offered_and_the_host_is_told",
+    ),
+    Mutation(
         "a title or an output schema is not pinned",
         "G-PROXY-2",
         "core/proxy/pins.py",

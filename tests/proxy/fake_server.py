@@ -16,7 +16,9 @@ SCRIPT holds:
   call's progress token ("steps" of them, "step_seconds" apart) before answering, then one
   for the token "not-a-call" and each of "foreign_tokens"; "roots" asks the client for
   roots/list and answers with what it got; "log" sends a notifications/message first,
-  "list_changed": true to send notifications/tools/list_changed after listing,
+  "list_changed": true to send notifications/tools/list_changed after listing; the on_call
+  behaviour "list_changed" sends it before answering (the script is read again at each
+  tools/list: a listing changed in it is what the running server lists next),
   "late": write_note acts, then answers after "delay" seconds (default 2) whether or not the
   call was cancelled meanwhile (with "late_bytes" of text when that is set); "cancellable":
   write_note acts, then waits "delay" seconds
@@ -117,6 +119,7 @@ def main() -> None:
                 }
             )
         elif method == "tools/list":
+            script = json.loads(Path(sys.argv[1]).read_text())  # a tool added at run time
             for hexline in script.get("before_listing", []):
                 send_raw(bytes.fromhex(hexline))
             send_raw(
@@ -201,6 +204,8 @@ def main() -> None:
                             "params": {"progressToken": foreign, "progress": 1},
                         }
                     )
+            if behaviour == "list_changed":
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             if behaviour == "log":
                 send(
                     {

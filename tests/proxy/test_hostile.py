@@ -577,11 +577,12 @@ def test_a_server_that_never_answers(home: Path) -> None:
 
 
 @pytest.mark.guarantee("G-PROXY-2")
-def test_list_changed_is_ignored_and_the_tool_set_stays(home: Path) -> None:
+def test_a_server_that_keeps_saying_its_tools_changed_changes_nothing(home: Path) -> None:
+    # It says so after every listing: each is listed again, at most once a second
+    # (core/proxy/live.py rule 1), finds the same tools, and tells the host nothing.
     fake = ready(home, "fake", listing(READ, WRITE), list_changed=True)
     fake.notes.write_text("kept\n")
     notifications: list[Any] = []
-    heard_before = len(fake.log())  # `signoff pin` heard it too, in the same log
 
     async def body(session: ClientSession) -> None:
         first = await offered(session)
@@ -590,10 +591,7 @@ def test_list_changed_is_ignored_and_the_tool_set_stays(home: Path) -> None:
         assert await offered(session) == first
 
     with_proxy(home, ["fake"], body, notifications=notifications)
-    # Heard, logged, not acted on: one listing at start, so one notification; none reached
-    # the host.
-    assert fake.log()[heard_before:].count("[signoff] tools/list_changed ignored") == 1
-    assert not [n for n in notifications if "list_changed" in repr(n)]
+    assert not [n for n in notifications if "ToolListChanged" in repr(n)]
 
 
 # --- 10. a title, an output schema or instructions reworded after pinning ----------------------

@@ -121,6 +121,24 @@ def test_a_restart_withdraws_a_changed_output_schema_and_keeps_a_short_pinned_to
     assert "other changed since it was pinned" in offer.refused["other"]
 
 
+def test_the_set_taken_again_says_whether_the_host_s_listing_changed() -> None:
+    tools = listed(FULL, {**FULL, "name": "other"})
+    offer = offered(tools, write=pinned(tools["write"]))
+    listings = {"files": Listing(tuple(tools.values()), (), "")}
+    server = offer.configured["files"]
+    assert set(offer.exposed) == {"write"}
+    assert not offer.retake({"files": server}, listings)  # the same: nothing to tell
+    # Only the class changed: the gate must take it up, the host is shown the same.
+    reclassed = {"write": ToolConfig(SideEffect.DESTRUCTIVE, pin=tools["write"].pin)}
+    assert not offer.retake({"files": ServerConfig("files", "true", tools=reclassed)}, listings)
+    assert offer.exposed["write"].state.side_effect is SideEffect.DESTRUCTIVE
+    both = {**reclassed, "other": pinned(tools["other"])}
+    assert offer.retake({"files": ServerConfig("files", "true", tools=both)}, listings)
+    assert set(offer.exposed) == {"write", "other"}
+    assert offer.retake({}, listings)  # a server no longer configured offers nothing
+    assert offer.exposed == {}
+
+
 @pytest.mark.guarantee("G-PROXY-2")
 def test_a_pinned_tool_nobody_classified_is_not_offered_and_a_call_of_it_is_refused(
     home: Path,
