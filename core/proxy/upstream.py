@@ -509,7 +509,7 @@ class Upstream:
             elif self.on_message is not None:
                 await self.on_message(self, message)
             elif method == "notifications/tools/list_changed":
-                self.note(b"tools/list_changed ignored: the tool set is fixed at start")
+                self.note(b"tools/list_changed ignored: this connection lists the tools once")
             return
         if inexact and method != "ping":
             self.note(f"refused a request: {inexact}".encode()[:300])
