@@ -10,6 +10,7 @@ A tool newly waiting is also said once in a message from the tray.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,7 +33,11 @@ KEY = "review-server"  # an entry's data: {KEY: server}, never a request's id (a
 
 class ReviewNotice(QObject):
     """The servers with tools waiting (``waiting``), and their menu entries; choosing one opens
-    the window ``open_settings`` gives on that server's tools."""
+    the window ``open_settings`` gives on that server's tools.
+
+    ``open_settings`` is a bound method of the app, held weakly: the app holds this notice, and
+    a strong reference back would keep a let-go app alive past its owner (tests/app/
+    test_tray_lifetime.py)."""
 
     def __init__(
         self,
@@ -42,7 +47,7 @@ class ReviewNotice(QObject):
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
-        self._open_settings = open_settings
+        self._open_settings = weakref.WeakMethod(open_settings)  # type: ignore[arg-type]
         self.config_path = config_path
         self.status_dir = status_dir
         self.waiting: tuple[Waiting, ...] = ()
@@ -87,7 +92,10 @@ class ReviewNotice(QObject):
     def open_tools(self, server: str) -> SettingsWindow:
         """Settings on ``server``'s tools, listed afresh: the tools waiting are shown, not the
         listing the window saw before the server added them."""
-        settings = self._open_settings()
+        open_settings = self._open_settings()
+        if open_settings is None:
+            raise RuntimeError("the tray app that opened this notice is gone")
+        settings = open_settings()
         settings.state.listings.pop(server, None)
         settings.servers.show_tools.emit(server)
         return settings
