@@ -95,6 +95,10 @@ class ServerEditor(QDialog):
         self.resources.setChecked(bool(server and server.resources))
         form.addRow("Beside its tools", self.prompts)
         form.addRow("", self.resources)
+        # Off until the operator allows it (decision 0057): the server's own path to the model.
+        self.sampling = QCheckBox("Let it ask your host's model (sampling); each ask is recorded")
+        self.sampling.setChecked(bool(server and server.sampling))
+        form.addRow("", self.sampling)
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.test)
         test_row = QHBoxLayout()
@@ -191,6 +195,9 @@ class ServerEditor(QDialog):
         offer = {"prompts": self.prompts.isChecked(), "resources": self.resources.isChecked()}
         if not error and now is not None and offer != {k: getattr(now, k) for k in offer}:
             error = self.state.apply(lambda p: manage.set_offer(p, server.name, **offer))
+        sampling = self.sampling.isChecked()
+        if not error and now is not None and sampling != now.sampling:
+            error = self.state.apply(lambda p: manage.set_sampling(p, server.name, on=sampling))
         if error:
             self.say(f"Not saved: {error}")
             return
