@@ -103,6 +103,7 @@ class HostSession:
         self._tasks: set[asyncio.Task[None]] = set()
         proxy.on_server_message = self.from_server
         proxy.on_tools_changed = self._tools_changed
+        proxy.resources.on_changed = self._tools_changed  # prompts', resources' (resources.py)
         self.asks = asks.Asks(proxy.store, proxy.config, proxy.config_path, ask=self.ask,
                               ready=self._host_ready, capabilities=lambda: self.host_capabilities,
                               host=lambda: self.proxy.host.label)  # fmt: skip
@@ -253,9 +254,9 @@ class HostSession:
         elif method == "notifications/roots/list_changed":
             self._spawn(self._roots_changed(params))  # never holds up the host's next message
 
-    def _tools_changed(self) -> None:
+    def _tools_changed(self, method: str = "notifications/tools/list_changed") -> None:
         if self._started is not None:  # rule 3: before initialize, the host has not listed
-            notice: Message = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            notice: Message = {"jsonrpc": "2.0", "method": method}
             self._spawn(self._deliver(notice))
 
     async def _roots_changed(self, params: dict[str, Any]) -> None:

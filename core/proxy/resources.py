@@ -3,12 +3,15 @@ them on (decision 0055).
 
 Rules:
 
-1. A server's prompts are offered when its configuration says ``prompts = true`` and its
-   handshake declared ``prompts``; its resources and resource templates when ``resources =
-   true`` and it declared ``resources`` (core/proxy/catalog.py rule 4), as configured when the
-   proxy started. A request of a kind no server offers is "method not found", as a server
-   without it answers; the proxy's ``initialize`` declares only the kinds some server offers
-   (``capabilities``), and ``completions`` when one of those servers declared it.
+1. A server's prompts are offered when the configuration in force says ``prompts = true`` and
+   its handshake declared ``prompts``; its resources and resource templates when ``resources =
+   true`` and it declared ``resources`` (core/proxy/catalog.py rule 4). The proxy's
+   ``initialize`` declares each kind some server it serves declared, turned on or not
+   (``capabilities``: a capability cannot be added once the host is greeted, and the operator
+   may turn a kind on while the proxy runs, rule 7), with ``listChanged``, and ``completions``
+   when one of those servers declared it. A kind declared but offered by no server now lists
+   nothing, and a get or a read of it is refused (-32602); a kind no server declared is
+   "method not found", as a server without it answers.
 2. ``prompts/list`` and ``resources/templates/list`` ask each such server for its whole listing
    (every page) at each request, and offer only what is pinned and unchanged (core/proxy/
    catalog.py rule 3), in one page; with several servers a prompt's name is ``server__name``,
@@ -35,6 +38,10 @@ Rules:
 6. A server's ``notifications/prompts/list_changed``, ``notifications/resources/list_changed``
    and ``notifications/resources/updated`` reach the host when the server offers that kind
    (``forwards``): a changed prompt or template is still offered only once pinned again.
+7. What is offered follows the configuration in force while the proxy runs (``take_up``, at
+   each change core/proxy/live.py notices): a kind turned on or off, or a prompt or template
+   pinned, unpinned or pinned anew, has the host told (``notifications/prompts/list_changed``,
+   ``notifications/resources/list_changed``), and the gate's tools for gets and reads follow.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ListingRefused, SignoffError, ToolFailed, UpstreamError, UpstreamRefused
@@ -109,6 +117,8 @@ class Resources:
         self.templates: dict[str, str] = {}  # an offered URI template -> its server
         self.uris: dict[str, str] = {}  # a listed resource's URI -> its server
         self.gated: dict[tuple[str, str], Exposed] = {}  # (server, method) -> the gate's tool
+        self.on_changed: Callable[[str], None] | None = None  # the host session's (rule 7)
+        self._taken: dict[str, object] | None = None  # what was offered at the last take_up
 
     # --- what is offered ---------------------------------------------------------------------
 
@@ -123,21 +133,27 @@ class Resources:
                 found.append(name)
         return found
 
+    def declaring(self, kind: str) -> list[str]:
+        """The servers whose handshake declared ``kind``, turned on or not (rule 1)."""
+        return [name for name in self.proxy.names
+                if kind in getattr(self.proxy.upstreams.get(name), "capabilities", {})]  # fmt: skip
+
     def capabilities(self) -> dict[str, Any]:
         """What the proxy's ``initialize`` declares of prompts, resources and completions."""
         declared: dict[str, Any] = {}
         servers: set[str] = set()
-        for kind, flags in (("prompts", ("listChanged",)),
-                            ("resources", ("subscribe", "listChanged"))):  # fmt: skip
-            names = self.offering(kind)
+        for kind in ("prompts", "resources"):
+            names = self.declaring(kind)
             if not names:
                 continue
             servers.update(names)
-            own = [self._declared(name, kind) for name in names]
-            # Each flag as the servers declared it: true when one says true, absent when none
-            # says either.
-            said = {f: [o[f] for o in own if isinstance(o.get(f), bool)] for f in flags}
-            declared[kind] = {f: any(values) for f, values in said.items() if values}
+            # The proxy tells of changes itself (rule 7); a subscription is the server's: true
+            # when one says true, absent when none says either.
+            declared[kind] = {"listChanged": True}
+            own = [self._declared(name, kind).get("subscribe") for name in names]
+            said = [flag for flag in own if isinstance(flag, bool)]
+            if kind == "resources" and said:
+                declared[kind]["subscribe"] = any(said)
         if any("completions" in self.proxy.upstreams[name].capabilities for name in servers):
             declared["completions"] = {}
         return declared
@@ -151,9 +167,27 @@ class Resources:
         kind = _NOTIFICATIONS.get(method)
         return kind is not None and server in self.offering(kind)
 
+    def take_up(self) -> list[Tool]:
+        """What is offered now under the configuration in force (rule 7): the gate's tools for
+        gets and reads; the host told of a kind whose offer changed since the last take-up."""
+        config = self.proxy.config.servers
+        now: dict[str, object] = {
+            "prompts": [(s, sorted(config[s].prompt_pins.items()))
+                        for s in self.offering("prompts")],
+            "resources": [(s, sorted(config[s].template_pins.items()))
+                          for s in self.offering("resources")],
+        }  # fmt: skip
+        before, self._taken = self._taken, now
+        if before is not None and self.on_changed is not None:
+            for kind in ("prompts", "resources"):
+                if before[kind] != now[kind]:
+                    self.on_changed(f"notifications/{kind}/list_changed")
+        return self.gate_tools()
+
     def gate_tools(self) -> list[Tool]:
         """The gate's tools for gets and reads (rule 3), one per server offering each."""
         tools = []
+        self.gated = {}
         for method, (kind, description, schema) in GATED.items():
             for server in self.offering(kind):
                 own = self.proxy.config.servers[server].tools.get(method)
@@ -177,8 +211,12 @@ class Resources:
         error is raised (``UpstreamRefused``), to reach the host unchanged."""
         kind = METHODS[method]
         kinds = [kind] if kind is not None else ["prompts", "resources"]
-        if not any(self.offering(k) for k in kinds):
+        if not any(self.declaring(k) for k in kinds):
             return _error(METHOD_NOT_FOUND, f"Method not found: {method}")
+        if method in ("prompts/get", "resources/read", "resources/subscribe") and not any(
+            self.offering(k) for k in kinds
+        ):
+            return _error(INVALID_PARAMS, f"{method}: no server's {kinds[0]} are turned on")
         if method == "prompts/list":
             return {"result": {"prompts": await self._list_prompts()}}
         if method == "resources/templates/list":

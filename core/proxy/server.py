@@ -96,8 +96,7 @@ class Proxy:
         rules_problem: str = "",
     ) -> None:
         """``rules_problem``: why the configuration in force could not be established at start
-        (``config`` then names no server): every call is refused, saying why, for the proxy's
-        life."""
+        (``config`` then names no server): every call is refused, saying why, for its life."""
         self.config = config
         self.rules_problem = rules_problem
         if rules_problem:
@@ -167,7 +166,7 @@ class Proxy:
         await self.servers.start(self.names, greeting)
         self.offered.expose(self.servers.listings)
         tools = [self._gate_tool(e) for e in self.exposed.values()]
-        tools += self.resources.gate_tools()  # a get or a read is a run (resources.py rule 3)
+        tools += self.resources.take_up()  # a get or a read is a run (resources.py rule 3)
         self.gate = Gate(
             GateConfig(store=self.store, tools=tools, policy=self.policy, owner="proxy")
         )
@@ -263,14 +262,15 @@ class Proxy:
         return True
 
     def retool(self) -> None:
-        """The tool set evaluated again and taken up by the gate; the host told of a change."""
+        """The tool set (gets and reads: resources.py rule 7) evaluated again; the host told."""
         changed = self.offered.retake(self.config.servers, self.servers.listings)
         if self.gate is not None:
             try:
-                self.gate.retool([self._gate_tool(e) for e in self.exposed.values()])
+                gets = self.resources.take_up()
+                self.gate.retool([*map(self._gate_tool, self.exposed.values()), *gets])
             except SignoffError as e:  # the gate refuses a call to any tool it does not hold
                 log.error("the gate kept its tools; a tool it refused is not called: %s", e)
-        if changed and self.on_tools_changed is not None:
+        if changed and self.on_tools_changed:
             self.on_tools_changed()
 
     def _config_generation(self) -> tuple[object, int] | None:

@@ -86,8 +86,9 @@ DIFFERENCES: list[Difference] = [
         "initialize/capabilities",
         "tasks are not proxied; tools.listChanged is true whatever the server declares"
         " (Signoff's own tool set changes when the operator reviews tools, decision 0054);"
-        " logging, prompts, resources and completions are declared as the server declares"
-        " them, prompts and resources once the operator turned them on (decision 0055)",
+        " logging and completions are declared as the server declares them, prompts and"
+        " resources whenever the server declares them, with listChanged true (the operator"
+        " may turn them on or off while the proxy runs, decisions 0055 and 0062)",
         tools_and_logging_only,
         # The filesystem and memory servers declare tools with listChanged, and no tasks.
         servers=("everything", "time", "git"),

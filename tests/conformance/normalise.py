@@ -160,7 +160,9 @@ SIGNOFF_CAPABILITIES = {"tools": {"listChanged": True}}
 
 def tools_and_logging_only(direct: Any, proxied: Any, _: Context) -> tuple[Any, Any]:
     """Signoff declares tools (listChanged true) and, when the server declares them, logging,
-    and prompts, resources and completions as the server does (the operator turned them on)."""
+    completions as the server does, and prompts and resources with listChanged true (Signoff
+    tells the host when the operator turns them on or off or pins one, decision 0062) and
+    resources' subscribe as the server declares it."""
     if not isinstance(direct, dict) or "tools" not in direct:
         return direct, proxied
     expected = dict(SIGNOFF_CAPABILITIES)
@@ -169,6 +171,12 @@ def tools_and_logging_only(direct: Any, proxied: Any, _: Context) -> tuple[Any, 
     for kind in ("prompts", "resources", "completions"):
         if kind in direct:
             expected[kind] = direct[kind]
+    for kind in ("prompts", "resources"):
+        own = direct.get(kind)
+        if isinstance(own, dict):
+            subscribe = own.get("subscribe") if kind == "resources" else None
+            said = {"subscribe": subscribe} if isinstance(subscribe, bool) else {}
+            expected[kind] = {"listChanged": True, **said}
     if proxied == expected:
         return proxied, proxied
     return direct, proxied

@@ -100,8 +100,23 @@ def test_prompts_and_resources_are_not_offered_until_the_operator_turns_them_on(
     add(rig, "everything", everything_server())
     rig.pin("everything")
 
+    rig.add_fake("fake", NOTES_TOOLS)  # declares tools only
+    rig.pin("fake")
+
     async def scenario() -> None:
         async with rig.client("everything") as host:
+            caps = host.server_capabilities
+            # Declared, as the server declares them, so that turning them on later reaches this
+            # host (decision 0062); nothing is offered until then.
+            assert caps is not None and caps.prompts is not None and caps.resources is not None
+            assert (await host.list_prompts()).prompts == []
+            assert (await host.list_resources()).resources == []
+            assert (await host.list_resource_templates()).resource_templates == []
+            with pytest.raises(MCPError) as refused:
+                await host.read_resource("demo://resource/static/document/architecture.md")
+            assert refused.value.error.code == -32602
+            assert "turned on" in refused.value.error.message
+        async with rig.client("fake") as host:  # a server that declares neither
             caps = host.server_capabilities
             assert caps is not None
             assert (caps.prompts, caps.resources, caps.completions) == (None, None, None)
@@ -111,6 +126,7 @@ def test_prompts_and_resources_are_not_offered_until_the_operator_turns_them_on(
                 assert refused.value.error.code == -32601
 
     run(scenario)
+    assert runs(rig) == []  # nothing read, nothing got
 
 
 def test_turned_on_lists_equal_the_servers_own_and_a_get_and_a_read_are_recorded_runs(
