@@ -131,6 +131,7 @@ class SettingsWindow(QDialog):
         self, config_path: Path, store: Store | None = None, parent: QWidget | None = None
     ) -> None:
         super().__init__(parent)
+        from app.settings_catalog import CatalogPage
         from app.settings_hosts import HostsPage
         from app.settings_policy import PolicyPage
         from app.settings_rules import RulesPage
@@ -154,6 +155,7 @@ class SettingsWindow(QDialog):
         self.tabs = QTabWidget()
         self.servers = ServersPage(self.state)
         self.tools = ToolsPage(self.state)
+        self.catalog = CatalogPage(self.state)  # prompts and resource templates
         self.policy = PolicyPage(self.state)
         self.rules = RulesPage(self.state)
         self.hosts = HostsPage(config_path)
@@ -162,6 +164,7 @@ class SettingsWindow(QDialog):
         for page, title in (
             (self.servers, "Servers"),
             (self.tools, "Tools"),
+            (self.catalog, "Prompts"),
             (self.policy, "Policy"),
             (self.rules, "Rules"),
             (self.hosts, "MCP hosts"),

@@ -15,6 +15,7 @@ from core.canonical import loads
 from core.errors import ConfigError, SignoffError
 from core.proxy import (
     approval_commands,
+    catalog_command,
     offer_commands,
     remote_commands,
     rule_commands,
@@ -84,6 +85,7 @@ def register(commands: Any) -> None:
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG]...")
     p.set_defaults(func=servers_test)
     sampling_command.register(servers_commands)
+    catalog_command.register(servers_commands)  # servers catalog: prompts and templates
 
     p = commands.add_parser("pin", help="connect to a server, review its tools, pin them")
     p.add_argument("name", metavar="NAME")

@@ -215,6 +215,24 @@ def _past_the_right_edge(area: QScrollArea, window: QWidget, name: str) -> list[
     return found
 
 
+def _catalog() -> list[tuple[str, Any]]:
+    """Prompts and a template as a server would list them, for Settings → Prompts."""
+    from core.proxy import catalog
+
+    prompts = [{"name": "summarise_the_pull_requests_of_a_repository_since_a_date",
+                "description": CHANGED_DESCRIPTION, "arguments": [{"name": "since"}]},
+               {"name": "review"}]  # fmt: skip
+    templates = [{"uriTemplate": "github://{owner}/{repository}/blob/{branch}/{path}",
+                  "name": "file"}]  # fmt: skip
+    found: list[tuple[str, Any]] = []
+    for table, kind, member, items in (("prompt_pins", catalog.PROMPTS, "prompts", prompts),
+                                       ("template_pins", catalog.TEMPLATES,
+                                        "resourceTemplates", templates)):  # fmt: skip
+        page = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {member: items}}).encode()
+        found += [(table, item) for item in catalog.read([page], kind).items]
+    return found
+
+
 def check(window: QWidget, name: str) -> list[str]:
     settle()
     return (text_problems(window, name) + table_problems(window, name)
@@ -387,8 +405,8 @@ def main(argv: list[str]) -> int:
         settings.state.changed.emit()
         settings.show()
         pages = ((settings.servers, "Servers"), (settings.tools, "Tools"),
-                 (settings.policy, "Policy"), (settings.rules, "Rules"),
-                 (settings.hosts, "MCP hosts"))  # fmt: skip
+                 (settings.catalog, "Prompts"), (settings.policy, "Policy"),
+                 (settings.rules, "Rules"), (settings.hosts, "MCP hosts"))  # fmt: skip
         for page, title in pages:
             settings.tabs.setCurrentWidget(page)
             if page is settings.tools:
@@ -396,6 +414,10 @@ def main(argv: list[str]) -> int:
                 settings.tools.select_tool(LONG_TOOL)  # changed, with a long description
                 problems.extend(check(settings, "Settings, Tools"))
                 settings.tools.select_tool("delete_branch_and_close_its_pull_requests")
+            if page is settings.catalog:  # a long prompt's name, a template, one of each state
+                settings.catalog.items[LONG_SERVER] = _catalog()
+                settings.catalog.select_server(LONG_SERVER)
+                settings.catalog.select(settings.catalog.items[LONG_SERVER][0][1].key)
             if page is settings.hosts:
                 settings.hosts.file_edit.setText(str(write_host_file(home)))
                 settings.hosts.read()

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 WINDOWS = ["History", "Approval dialog", "Rule editor", "Settings, Servers", "Settings, Tools",
-           "Settings, Policy", "Settings, Rules", "Settings, MCP hosts", "Wiring preview",
-           "Add-server dialog", "Tray menu"]  # fmt: skip
+           "Settings, Prompts", "Settings, Policy", "Settings, Rules", "Settings, MCP hosts",
+           "Wiring preview", "Add-server dialog", "Tray menu"]  # fmt: skip
 SCREENS = {"1280x800": (1280, 800, 1), "200 %": (2560, 1600, 2)}
 PROBE_SECONDS = 240
 

@@ -116,3 +116,19 @@ def test_resources_turned_on_while_the_proxy_runs_are_listed_and_read_through_th
     assert runs(rig) == [
         ("memory", "resources/read", "COMPLETED", {"uri": "memory://knowledge-graph"})
     ]
+
+
+def test_servers_catalog_says_each_prompts_state_and_names_an_unknown_server(rig: Rig) -> None:
+    listed = rig.home / "fake-prompts.json"
+    listed.write_text(json.dumps([GREET, {"name": "other"}]))
+    rig.add_fake("fake", NOTES_TOOLS, prompts=str(listed),
+                 capabilities={"tools": {}, "prompts": {}})  # fmt: skip
+    rig.pin("fake")
+    listed.write_text(json.dumps([{**GREET, "description": "Reworded"}, {"name": "other"},
+                                  {"name": "added"}]))  # fmt: skip
+    said = rig.signoff("servers", "catalog", "fake").stdout.splitlines()
+    assert said == ["prompts greet: changed", "prompts other: pinned", "prompts added: new"]
+    before = (rig.home / "config.toml").read_bytes()
+    refused = rig.signoff("servers", "catalog", "nothing", check=False)
+    assert refused.returncode == 2 and "no server nothing [ConfigError]" in refused.stderr
+    assert (rig.home / "config.toml").read_bytes() == before  # nothing changed
