@@ -240,7 +240,9 @@ class HostsPage(QWidget):
             self.table.setItem(row, 1, QTableWidgetItem(item.name or "-"))
             what = PREFIX.get(item.action, "") + item.reason
             kept = self.kept.get(item.key)
-            if kept is not None:
+            if item.url and item.name:  # a remote server: imported, never wired here
+                what += ". Not wired: edit the host's entry by hand."
+            elif kept is not None:
                 what += f". Once wired: {kept.sentence()}."
             cell = QTableWidgetItem(what)
             cell.setToolTip(what)
@@ -272,7 +274,8 @@ class HostsPage(QWidget):
         for key in keys:
             item = self._item(key)
             env = f"  (passes on {', '.join(item.env)})" if item.env else ""
-            lines.append(f"{item.name}: {' '.join([item.command, *item.args])}{env}")
+            what = item.url or " ".join([item.command, *item.args])  # a remote one: its URL
+            lines.append(f"{item.name}: {what}{env}")
         items = list(self.items)
 
         def do() -> None:
@@ -295,12 +298,14 @@ class HostsPage(QWidget):
 
     def wire_selected(self) -> None:
         """Show what the file would become; write it when the operator says so."""
-        if self.hostfile is None or not self.checked():
-            self._say("Nothing to wire: read a file and check the servers to wire.")
+        wired = [k for k in self.checked() if not self._item(k).url]  # a remote one: imported
+        if self.hostfile is None or not wired:
+            self._say("Nothing to wire: read a file and check the servers to wire (a remote"
+                      " server is imported, not wired).")  # fmt: skip
             return
         try:
             config = configuration.load(self.config_path)
-            plan = plan_wire(self.hostfile, self.checked(), signoff_command(), config=config)
+            plan = plan_wire(self.hostfile, wired, signoff_command(), config=config)
             if not plan.writable:
                 raise HostConfigError(
                     f"{plan.hostfile.path} has comments or trailing commas, which Signoff would"

@@ -12,11 +12,13 @@ Rules:
    (``HostConfigError``): the file is re-serialised, which would drop them. A key named twice
    in one object is refused when reading, since one of the two would be lost.
 2. An entry is imported as the Signoff server of its name (made valid when it is not), with its
-   command, its arguments and the *names* of its variables, never their values. It is skipped,
-   with the reason, when it is remote, already launches ``signoff proxy``, has no command, or
-   uses the host's ``${...}`` variables in its command or arguments (only the host expands
-   them). A Signoff server starting the same command and arguments means "already imported";
-   one of the same name starting something else is a conflict, replaced only when asked.
+   command, its arguments and the *names* of its variables, never their values; a remote one
+   with its URL and headers, never a secret (core/host_remote.py), and not wired. It is skipped,
+   with the reason, when it already launches ``signoff proxy``, has no command, or uses the
+   host's ``${...}`` variables in its command or arguments (only the host expands them). A
+   Signoff server starting the same command and arguments (or at the same URL) means "already
+   imported"; one of the same name starting something else is a conflict, replaced only when
+   asked.
 3. Wiring changes only an entry's ``command`` and ``args`` (the absolute signoff command, then
    ``proxy NAME``). Every other key of the entry, its variables' values included (the host keeps
    passing them; the proxy passes on the ones named), and every other key of the file stay, in
@@ -32,15 +34,17 @@ import difflib
 import json
 import os
 import re
-import shutil
 import sys
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from core import host_remote
 from core.errors import ConfigError
+from core.host_command import our_command as _our_command
+from core.host_command import signoff_command as signoff_command
 from core.proxy.config import ENV_NAME, SERVER_NAME, Config, ServerConfig, load
 
 BACKUP_DIR = "host-backups"
@@ -286,6 +290,8 @@ class ImportItem:
     args: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
     reason: str = ""  # what will happen and why, for the operator
+    url: str = ""  # a remote server's, with its headers as config.toml will hold them
+    headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -305,13 +311,21 @@ def plan_import(hostfile: HostFile, config: Config) -> list[ImportItem]:
     ours = _our_command()
     items: list[ImportItem] = []
     planned: dict[str, tuple[str, tuple[str, ...]]] = {}  # name -> (command, args) in this plan
+    remote: dict[str, host_remote.Remote] = {}  # by entry key: imported by URL (host_remote.py)
+    command: str
+    args: tuple[str, ...]
+    env: tuple[str, ...]
     for entry in hostfile.entries:
-        stdio = _stdio(entry.spec, ours)
+        far = _far(entry)
+        stdio = _stdio(entry.spec, ours) if far is None else far
         if isinstance(stdio, _Skip):
             items.append(ImportItem(entry, stdio.action, reason=stdio.reason))
             continue
-        command, args, env = stdio
-        notes = _notes(entry.spec)
+        if isinstance(stdio, host_remote.Remote):  # known by its URL here; see the end
+            remote[entry.key] = stdio
+            command, args, env, notes = stdio.url, (), (), list(stdio.notes)
+        else:
+            (command, args, env), notes = stdio, _notes(entry.spec)
         same = _same(config, command, args, prefer=entry.name)
         if same is not None:
             missing = [v for v in env if v not in same.env]
@@ -343,7 +357,8 @@ def plan_import(hostfile: HostFile, config: Config) -> list[ImportItem]:
             continue
         reason = _joined(f"import as {name}" + (f" ({why})" if why else ""), notes)
         items.append(ImportItem(entry, Action.IMPORT, name, command, args, env, reason))
-    return items
+    return [replace(i, command="", url=i.command, headers=remote[i.key].headers)
+            if i.key in remote and i.name else i for i in items]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -352,16 +367,18 @@ class _Skip:
     reason: str
 
 
+def _far(entry: HostEntry) -> host_remote.Remote | _Skip | None:
+    """A remote entry as Signoff would hold it, or why it is skipped; None: not remote."""
+    if not host_remote.is_remote(entry.spec):
+        return None
+    far = host_remote.read(entry.spec, proposed_name(entry.name))
+    return _Skip(Action.SKIPPED, far) if isinstance(far, str) else far
+
+
 def _stdio(
     spec: dict[str, Any], ours: list[str] | None
 ) -> tuple[str, tuple[str, ...], tuple[str, ...]] | _Skip:
     """The entry's command, arguments and variable names, or why it is skipped."""
-    kind = spec.get("type", "stdio")
-    if "url" in spec or kind != "stdio":
-        where = spec.get("url") if isinstance(spec.get("url"), str) else kind
-        return _Skip(
-            Action.SKIPPED, f"a remote server ({where}): Signoff proxies stdio servers only"
-        )
     command, args, env = spec.get("command"), spec.get("args", []), spec.get("env")
     env = {} if env is None else env  # an empty list or string is no object: skipped below
     if not isinstance(command, str) or not command.strip():
@@ -397,7 +414,7 @@ def _proxied(command: str, args: list[str], ours: list[str] | None) -> str | Non
 
 
 def _same(config: Config, command: str, args: tuple[str, ...], prefer: str) -> ServerConfig | None:
-    same = [s for s in config.servers.values() if (s.command, s.args) == (command, args)]
+    same = [s for s in config.servers.values() if (s.url or s.command, s.args) == (command, args)]
     return next((s for s in same if s.name == prefer), same[0] if same else None)
 
 
@@ -412,7 +429,7 @@ def _joined(first: str, notes: list[str]) -> str:
 
 
 def _argv(server: ServerConfig) -> str:
-    return " ".join([server.command, *server.args])
+    return server.url or " ".join([server.command, *server.args])
 
 
 def selected(
@@ -451,8 +468,13 @@ def apply_import(
             )
         todo[item.name] = item
     from core.proxy.manage import add_server  # the configuration's editor: only for a write
+    from core.proxy.remote_commands import add_remote
 
     for name, item in todo.items():
+        if item.url:
+            replace = item.action is Action.CONFLICT
+            add_remote(config_path, name, item.url, dict(item.headers), replace=replace)
+            continue
         add_server(
             config_path,
             name,
@@ -484,35 +506,6 @@ class WirePlan:
         return not self.hostfile.jsonc
 
 
-def signoff_command() -> list[str]:
-    """The absolute command a host should launch for this Signoff (hosts start servers with a
-    minimal PATH, so never a bare name)."""
-    if getattr(sys, "frozen", False):
-        # On Windows the tray app is a windowed executable a host cannot talk to over stdio;
-        # the console `signoff.exe` beside it is the one to launch.
-        here = Path(sys.executable).absolute()
-        console = here.with_name("signoff.exe" if here.suffix == ".exe" else "signoff")
-        return [str(console if console.is_file() else here)]
-    for name in ("signoff", "signoff.exe"):
-        script = Path(sys.executable).with_name(name)
-        if script.is_file():
-            return [str(script.absolute())]
-    found = shutil.which("signoff")
-    if found:
-        return [str(Path(found).absolute())]
-    raise HostConfigError(
-        "cannot find the signoff command for the host to launch: run this from the environment"
-        " Signoff is installed in"
-    )
-
-
-def _our_command() -> list[str] | None:
-    try:
-        return signoff_command()
-    except HostConfigError:
-        return None
-
-
 def plan_wire(
     hostfile: HostFile, keys: Collection[str], command: Sequence[str], *, config: Config
 ) -> WirePlan:
@@ -533,8 +526,9 @@ def plan_wire(
             raise HostConfigError(f"{hostfile.path}: no server {key!r}")
         if item.action is Action.WIRED:
             continue
-        if item.action in (Action.SKIPPED, Action.CONFLICT):
-            raise HostConfigError(f"{hostfile.path}: {key} cannot be wired: {item.reason}")
+        if item.action in (Action.SKIPPED, Action.CONFLICT) or item.url:
+            why = "a remote server is imported, not wired (yet)" if item.url else item.reason
+            raise HostConfigError(f"{hostfile.path}: {key} cannot be wired: {why}")
         if item.action is Action.IMPORT:
             imports.append(item)
         table = document

@@ -146,7 +146,8 @@ def hosts_wire(args: argparse.Namespace) -> int:
         keys = hostfile.select(args.servers)
     else:
         able = (Action.IMPORT, Action.IMPORTED)
-        keys = [item.key for item in plan_import(hostfile, config) if item.action in able]
+        planned = plan_import(hostfile, config)  # a remote server is imported, not wired
+        keys = [item.key for item in planned if item.action in able and not item.url]
         if not keys:
             raise HostConfigError(f"{hostfile.path}: no server here can be wired")
     plan = plan_wire(hostfile, keys, signoff_command(), config=config)

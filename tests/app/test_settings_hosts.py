@@ -62,7 +62,7 @@ def test_the_page_offers_the_hosts_file_and_says_what_would_happen_to_each_serve
     assert page.read()
     assert column(page, 0) == ["notes", "git", "remote"]
     assert column(page, 1) == ["notes", "git", "-"]
-    assert column(page, 2)[2].startswith("skipped: a remote server")
+    assert column(page, 2)[2].startswith("skipped: an SSE server")  # Streamable HTTP only
     assert page.checked() == ["notes", "git"]
     remote = page.table.item(2, 0)
     assert not remote.flags() & Qt.ItemFlag.ItemIsUserCheckable
@@ -304,3 +304,31 @@ def test_wiring_a_server_that_offers_every_tool_asks_only_for_the_write(
     assert dialog.accept_button.isEnabled()
     dialog.accept_button.click()
     assert json.loads(desktop.read_text())["mcpServers"]["notes"]["args"][-1] == "notes"
+
+
+def test_a_remote_entry_is_imported_with_its_url_never_its_token_and_is_not_wired(
+    home: Path, desktop: Path, qtbot
+) -> None:
+    token = "tk_not-a-real-token"  # noqa: S105  # a fake token, to see it is never copied
+    tickets = {"url": "https://mcp.example.com/mcp",
+               "headers": {"Authorization": f"Bearer {token}"}}  # fmt: skip
+    with_remote = {**DESKTOP, "mcpServers": {"tickets": tickets}}
+    desktop.write_text(json.dumps(with_remote, indent=2) + "\n")
+    original = desktop.read_bytes()
+    page = HostsPage(home / "config.toml")
+    qtbot.addWidget(page)
+    assert page.read()
+    assert "signoff secret set tickets-authorization" in column(page, 2)[0]
+    assert column(page, 2)[0].endswith("Not wired: edit the host's entry by hand.")
+    page.import_selected()
+    assert page.dialog is not None
+    shown = page.dialog.text.toPlainText()
+    assert "tickets: https://mcp.example.com/mcp" in shown and token not in shown
+    with qtbot.waitSignal(page.servers_changed, timeout=5000):
+        page.dialog.accept_button.click()
+    server = load(home / "config.toml").servers["tickets"]
+    assert dict(server.headers) == {"Authorization": "${keyring:tickets-authorization}"}
+    assert token not in (home / "config.toml").read_text()
+    page.wire_selected()  # the remote entry is checked, and only imported
+    assert page.dialog is None and "Nothing to wire" in page.message.text()
+    assert desktop.read_bytes() == original

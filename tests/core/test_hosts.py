@@ -204,7 +204,7 @@ def test_the_import_plan_says_what_happens_to_each_entry_and_why(tmp_path: Path)
     assert actions(items) == {
         "notes": (Action.IMPORT, "notes"),
         "git tools": (Action.IMPORT, "git-tools"),
-        "remote": (Action.SKIPPED, ""),
+        "remote": (Action.IMPORT, "remote"),  # by its URL (tests/core/test_host_remote.py)
         "through": (Action.WIRED, ""),
     }
     notes = items[0]
@@ -216,11 +216,11 @@ def test_the_import_plan_says_what_happens_to_each_entry_and_why(tmp_path: Path)
     assert all(SECRET not in item.reason for item in items)
 
 
-def test_remote_entries_and_the_hosts_own_variables_are_skipped(tmp_path: Path) -> None:
+def test_the_hosts_own_variables_in_a_command_are_skipped(tmp_path: Path) -> None:
     hostfile = read_host(write(tmp_path / "mcp.json", VSCODE), Host.VSCODE)
     assert actions(plan_import(hostfile, Config())) == {
         "github": (Action.IMPORT, "github"),  # ${input:...} in a value: the host expands it
-        "docs": (Action.SKIPPED, ""),
+        "docs": (Action.IMPORT, "docs"),  # remote: by its URL
         "local": (Action.SKIPPED, ""),  # ${workspaceFolder} in an argument: Signoff cannot
     }
 
@@ -235,7 +235,7 @@ def test_a_signoff_server_with_the_same_command_is_already_imported_another_is_a
     assert actions(plan_import(hostfile, load(config_path))) == {
         "notes": (Action.CONFLICT, "notes"),
         "git tools": (Action.IMPORTED, "git"),
-        "remote": (Action.SKIPPED, ""),
+        "remote": (Action.IMPORT, "remote"),  # by its URL (tests/core/test_host_remote.py)
         "through": (Action.WIRED, ""),
     }
 
@@ -282,7 +282,7 @@ def test_a_conflict_is_imported_only_when_replacing_is_asked(desktop: Path, home
     assert load(config_path).servers["notes"].args[-1] == "/home/me/notes"
 
 
-@pytest.mark.parametrize("key", ["remote", "through", "missing"])
+@pytest.mark.parametrize("key", ["through", "missing"])
 def test_an_entry_that_cannot_be_imported_is_refused_and_nothing_is_written(
     desktop: Path, home: Path, key: str
 ) -> None:
@@ -538,7 +538,7 @@ def test_the_command_line_lists_imports_wires_and_undoes(user: Path, home: Path)
 
     dry = run_signoff("hosts", "import", "claude_desktop", "--dry-run", env=env, home=home)
     assert dry.returncode == 0, dry.stderr
-    assert "remote: skipped:" in dry.stdout
+    assert "through: wired:" in dry.stdout
     assert not (home / "config.toml").exists()
 
     done = run_signoff("hosts", "import", "claude_desktop", "--server", "notes", env=env, home=home)
