@@ -117,8 +117,9 @@ class CatalogPage(QWidget):
     def list_server(self) -> None:
         """Start the server in a process of its own and read what it lists (rule 1)."""
         name = self.server_name()
-        if not name or (self.process is not None and self.process.state() != QProcess.NotRunning):
-            return
+        idle = QProcess.ProcessState.NotRunning
+        if not name or (self.process is not None and self.process.state() != idle):
+            return  # one listing at a time
         command = signoff_command()
         self.process = QProcess(self)
         self.process.setProcessEnvironment(QProcessEnvironment.systemEnvironment())
