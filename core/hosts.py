@@ -348,6 +348,10 @@ def plan_import(hostfile: HostFile, config: Config) -> list[ImportItem]:
             number += 1
             name = f"{base[: 31 - len(str(number))]}-{number}"
         planned[name] = (command, args)
+        if entry.key in remote and name != proposed_name(entry.name):  # its secrets' names too
+            again = host_remote.read(entry.spec, name)
+            if isinstance(again, host_remote.Remote):
+                remote[entry.key], notes = again, list(again.notes)
         existing = config.servers.get(name)
         if existing is not None:
             reason = _joined(

@@ -97,3 +97,20 @@ def test_the_command_imports_remote_servers_and_says_which_header_needs_a_secret
     assert SECRET not in done.stdout + done.stderr
     assert {"tickets", "docs", "asked", "local"} <= set(load(home / "config.toml").servers)
     assert SECRET not in (home / "config.toml").read_text()
+
+
+def test_a_remote_entry_renamed_for_a_clash_names_its_secret_after_its_own_name(
+    tmp_path: Path, home: Path
+) -> None:
+    from core.proxy.manage import add_server
+
+    config_path = home / "config.toml"
+    add_server(config_path, "tickets-x", "npx", ["other"])
+    hostfile = {"mcpServers": {"tickets x": CURSOR["mcpServers"]["tickets"]}}
+    items = plan_import(read_host(write(tmp_path / "mcp.json", hostfile), Host.CURSOR),
+                        load(config_path))  # fmt: skip
+    assert actions(items) == {"tickets x": (Action.IMPORT, "tickets-x-2")}
+    assert "signoff secret set tickets-x-2-authorization" in items[0].reason
+    apply_import(config_path, items, ["tickets x"])
+    headers = dict(load(config_path).servers["tickets-x-2"].headers)
+    assert headers == {"Authorization": "${keyring:tickets-x-2-authorization}"}
