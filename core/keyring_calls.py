@@ -157,22 +157,25 @@ OWN_BACKENDS = {
 def backend(given: Any = None) -> Any:
     """The keyring backend to use: ``given``, else the one ``PYTHON_KEYRING_BACKEND`` or the
     package's configuration file names, else the first by priority of the package's own
-    backends for this platform's OS keyring that answers, else the package's choice among every
-    backend installed; each chosen once the session bus is named (``find_session_bus``), and
-    chosen again only when the variable or the bus changes, or when none answered.
+    backends for this platform's OS keyring that answers, else none (``keyring.backends.fail``:
+    a third-party backend installed alone, such as keyrings.alt's plaintext file, is used only
+    when the variable or the configuration file names it, decision 0063); each chosen once the
+    session bus is named (``find_session_bus``), and chosen again only when the variable or the
+    bus changes, or when none answered.
 
-    Looking only at the platform's own backends first is the package's choice made without
-    loading every backend installed (0.1-0.2 s a process: on Linux the macOS backend runs
-    external tools to look for its libraries): where one answers, the package's choice would
-    be a chain starting with it, or it alone. Where the package would chain several backends
-    (it does when another, such as keyrings.alt's files, is installed beside the OS keyring),
-    only the first of its own OS backends is used (the ``keyring.backends`` package's: the
-    Secret Service, KWallet, macOS, Windows), else none: a chain reads on in the next backend
-    when the first has no value, and a file that anybody who can write the user's files can
-    fill must never answer for the operator key or a kept head. Every call is made under the
-    lock, one at a time (the module's docstring); the Secret Service backend is used in the
-    steady form of core/secret_service.py, which several Signoff processes writing at once
-    need."""
+    Looking only at the platform's own backends is the package's choice made without loading
+    every backend installed (0.1-0.2 s a process: on Linux the macOS backend runs external
+    tools to look for its libraries): where one answers, the package's choice would be a chain
+    starting with it, or it alone. The package's search is never made: where no OS keyring
+    answers it would choose a third-party backend installed alone, and where it would chain
+    several (it does when another, such as keyrings.alt's files, is installed beside the OS
+    keyring) it reads on in the next backend when the first has no value; a file that anybody
+    who can write the user's files can fill must never answer for the operator key or a kept
+    head unless the operator named it. A chain named is cut to its first of the package's own
+    OS backends (the Secret Service, KWallet, macOS, Windows), else none. Every call is made
+    under the lock, one at a time (the module's docstring); the Secret Service backend is used
+    in the steady form of core/secret_service.py, which several Signoff processes writing at
+    once need."""
     if given is None:
         find_session_bus()
         named = os.environ.get("PYTHON_KEYRING_BACKEND"), os.environ.get("DBUS_SESSION_BUS_ADDRESS")
@@ -203,14 +206,15 @@ def _choose() -> Any:
     from keyring.backends.fail import Keyring as NoKeyring
 
     named = keyring.core.load_env() or keyring.core.load_config()
-    given = named or _own_os_keyring() or keyring.get_keyring()
-    if isinstance(given, ChainerBackend):  # a chain keeps only its first OS keyring
-        chain = given.backends  # sorted anew (and each backend asked) at every access
-        given = next(
+    if named is None:  # the platform's own OS keyring alone, or none (decision 0063)
+        return _own_os_keyring() or NoKeyring()  # type: ignore[no-untyped-call]
+    if isinstance(named, ChainerBackend):  # a chain keeps only its first OS keyring
+        chain = named.backends  # sorted anew (and each backend asked) at every access
+        named = next(
             (b for b in chain if type(b).__module__.startswith("keyring.backends.")),
             NoKeyring(),  # type: ignore[no-untyped-call]
         )
-    return given
+    return named
 
 
 def _own_os_keyring() -> Any:

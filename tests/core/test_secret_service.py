@@ -250,15 +250,29 @@ def test_a_backend_the_keyrings_configuration_names_is_the_one_used(tmp_path: Pa
     assert _chosen(env)[0] == "keyring.backends.fail.Keyring"
 
 
-def test_with_no_os_keyring_answering_the_package_searches_every_backend(tmp_path: Path) -> None:
-    """No Secret Service on the bus and nothing named: the choice is the package's own search
-    over every backend installed, as before the platform's own were looked at first."""
+@pytest.mark.guarantee("G-KEY-1")
+def test_with_no_os_keyring_a_file_keyring_installed_alone_is_never_read(tmp_path: Path) -> None:
+    """No Secret Service on the bus and nothing named: the ``keyring`` package's search would
+    choose keyrings.alt's plaintext file, installed alone, and a key planted there by anybody who
+    can write the user's files would sign decisions. Signoff uses no keyring at all, without
+    making the search (decision 0063); naming the file keyring still chooses it."""
+    database_id = "alone-" + tmp_path.name
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path),
+           "XDG_DATA_HOME": str(tmp_path),
            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path / 'no-bus'}"}  # fmt: skip
     env.pop("PYTHON_KEYRING_BACKEND", None)
+    subprocess.run([sys.executable, "-c", PLANTED, database_id], env=env, check=True, timeout=60)
+    assert list(tmp_path.rglob("keyring_pass.cfg")), "the file keyring was not written"
     chosen, loaded = _chosen(env)
-    assert not chosen.startswith("core.secret_service")
-    assert {"keyrings.alt.file", "keyring.backends.macOS"} <= set(loaded)  # the search was made
+    assert chosen == "keyring.backends.fail.Keyring"
+    assert [m for m in loaded if m.startswith(("keyrings.", "keyring.backends.macOS"))] == []
+    read = subprocess.run([sys.executable, "-c", READ_KEY, database_id], env=env,
+                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    assert read.stdout.split() == ["keyring.backends.fail", "None"], read.stdout
+    named = {**env, "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring"}
+    read = subprocess.run([sys.executable, "-c", READ_KEY, database_id], env=named,
+                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    assert read.stdout.split()[-1] != "None", "a file keyring the operator named is not read"
 
 
 def test_the_backend_is_chosen_once_per_process_unless_none_answered(

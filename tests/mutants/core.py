@@ -424,11 +424,20 @@ CORE: tuple[Mutation, ...] = (
         "a chained file keyring answers for the operator key",
         "G-KEY-1",
         "core/keyring_calls.py",
-        "    given = named or _own_os_keyring() or keyring.get_keyring()\n"
-        "    if isinstance(given, ChainerBackend):",
-        "    given = named or keyring.get_keyring()\n    if False:",
+        "        return _own_os_keyring() or NoKeyring()  # type: ignore[no-untyped-call]\n",
+        "        return keyring.get_keyring()\n",
         "a key planted in keyrings.alt's plaintext file beside the Secret Service signs",
         "tests/core/test_secret_service.py::test_a_key_planted_in_a_file_keyring_is_never_read",
+    ),
+    Mutation(
+        "a file keyring installed alone is chosen",
+        "G-KEY-1",
+        "core/keyring_calls.py",
+        "        return _own_os_keyring() or NoKeyring()  # type: ignore[no-untyped-call]\n",
+        "        return _own_os_keyring() or keyring.get_keyring()\n",
+        "with no OS keyring, a key planted in keyrings.alt's plaintext file signs",
+        "tests/core/test_secret_service.py::"
+        "test_with_no_os_keyring_a_file_keyring_installed_alone_is_never_read",
     ),
     # --- G-KEY-2: a restored database executes nothing ----------------------------------------
     Mutation(
