@@ -20,7 +20,6 @@ Rules:
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -95,6 +94,8 @@ class Prices:
     @classmethod
     def from_toml(cls, text: str) -> Prices:
         """The ``[prices."provider/model"]`` tables of a TOML text (nothing else is read)."""
+        import tomllib  # here: most commands price nothing (decision 0033)
+
         try:
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:

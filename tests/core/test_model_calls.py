@@ -19,6 +19,7 @@ import pytest
 
 from core.decisions import Decision
 from core.errors import (
+    LeaseLost,
     ModelLimitReached,
     ModelUsageRefused,
     PriceRefused,
@@ -262,6 +263,34 @@ def test_a_process_killed_mid_call_leaves_it_charged_and_the_record_consistent(
         assert _rows(store) == [(1, "started", 60, None, None, None),
                                 (2, "refused", 60, None, None, None)]  # fmt: skip
         _intact(store)
+
+
+def test_a_session_whose_lease_ran_out_records_no_call_and_sends_nothing(home: Path) -> None:
+    wall = [1_000_000.0]
+    with Store.open(home / "signoff.db") as store:
+        s = _gate(store, wall_clock=lambda: wall[0]).begin("r", "goal", None)
+        caller = _caller(s)
+        wall[0] += 31  # nothing renewed it: another process may have taken the run over
+        with pytest.raises(LeaseLost):
+            caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=50)
+        assert _rows(store) == []
+
+
+def test_a_steps_caller_stays_usable_after_its_step_ends_while_the_session_goes_on(
+    gate_store: Store,
+) -> None:
+    s = _gate(gate_store).begin("r", "goal", Limits(max_tokens=1000))
+    step = s.step()
+    assert step is not None
+    caller = step.model()
+    assert caller is not None
+    assert step.propose(Decision.tool_call("read", {"n": 1})).outcome == VerdictOutcome.ALLOWED
+    asyncio.run(step.execute())
+    caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=5).answered(tokens_out=5)
+    assert gate_store._conn.execute("SELECT step_idx, status FROM model_calls").fetchall() == [
+        (0, "answered")
+    ]
+    _intact(gate_store)
 
 
 # --- the record --------------------------------------------------------------------------------
