@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from core.gate import Gate, GateConfig, Observation, Session, Verdict, VerdictOutcome
     from core.heads import HeadStore, KeyringHeadStore, MemoryHeadStore
     from core.limits import Limits
+    from core.model_calls import ModelAttempt, ModelCaller, Usage
     from core.policy import ConfigPolicy, DefaultPolicy, Policy, PolicyDecision, PolicyRequest
+    from core.prices import HeuristicCounter, ModelConfig, Price, Prices, TokenCounter
     from core.store import Store, Transaction
     from core.tools import SideEffect, Tool
 
@@ -36,7 +38,9 @@ _HOMES = {
     "core.gate": ("Gate", "GateConfig", "Observation", "Session", "Verdict", "VerdictOutcome"),
     "core.heads": ("HeadStore", "KeyringHeadStore", "MemoryHeadStore"),
     "core.limits": ("Limits",),
+    "core.model_calls": ("ModelAttempt", "ModelCaller", "Usage"),
     "core.policy": ("ConfigPolicy", "DefaultPolicy", "Policy", "PolicyDecision", "PolicyRequest"),
+    "core.prices": ("HeuristicCounter", "ModelConfig", "Price", "Prices", "TokenCounter"),
     "core.store": ("Store", "Transaction"),
     "core.tools": ("SideEffect", "Tool"),
 }
@@ -54,19 +58,27 @@ __all__ = [
     "GateConfig",
     "Head",
     "HeadStore",
+    "HeuristicCounter",
     "KeyringHeadStore",
     "Limits",
     "MemoryHeadStore",
+    "ModelAttempt",
+    "ModelCaller",
+    "ModelConfig",
     "Observation",
     "Policy",
     "PolicyDecision",
     "PolicyRequest",
+    "Price",
+    "Prices",
     "Report",
     "Session",
     "SideEffect",
     "Store",
+    "TokenCounter",
     "Tool",
     "Transaction",
+    "Usage",
     "Verdict",
     "VerdictOutcome",
     "approve",

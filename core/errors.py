@@ -218,6 +218,17 @@ class NotRecheckable(SignoffError):
     """A recorded evaluation cannot be rebuilt from the record, so it cannot be re-checked."""
 
 
+class PriceRefused(ConfigError, ValueError):
+    """A price in the operator's configuration is not an exact, non-negative amount per million
+    tokens (a float, a negative or non-finite number, an unknown field), or a limit on tokens or
+    cost is not one. Nothing is configured from it."""
+
+
+class UnknownPrice(ConfigError):
+    """No price is configured for this provider and model: the call is refused before anything
+    is sent or charged (a cost is never guessed, nor taken as zero)."""
+
+
 # --- The gate ------------------------------------------------------------------------------
 
 
@@ -312,6 +323,22 @@ class DatabaseRestored(GateError):
 class NotAnchored(GateError):
     """The head could not be anchored outside the database before an approved side effect
     (the keyring failed, or another anchoring held the lock too long). Nothing ran."""
+
+
+class ModelLimitReached(GateError):
+    """A model call's projection (tokens spent + the prompt's tokens + the most it may answer,
+    and their cost) would pass the run's token or cost limit: nothing was sent, the refusal is
+    recorded, and the run ended ``FAILED`` with ``reason`` (``limit_tokens``, ``limit_cost``)."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class ModelUsageRefused(GateError):
+    """A model call or its answer was described wrongly (no provider or model, a count that is
+    not a non-negative integer, an answer with neither its text nor its output tokens, an
+    attempt answered twice): nothing was recorded from it."""
 
 
 # --- The proxy's upstream servers ----------------------------------------------------------

@@ -11,6 +11,12 @@ Rules:
    created) are separate: one measures work, the other staleness.
 5. ``grant_ttl_seconds`` bounds how long an approval may wait between being granted and being
    executed; it is judged when attach allows the grant and again at execute.
+6. Tokens and cost (``max_tokens``, ``max_cost``, an exact ``Decimal``) are judged on what the
+   run's model calls spent (core/model_calls.py: an attempt not answered counts at its
+   projection). Before a model call, by projection: the call may reach a limit, never pass
+   it (``spending_exceeded(projected=True)``). At a step's start, on what is spent: a limit
+   reached leaves nothing to spend. They are recorded only when set, so a run without them
+   is recorded as before, and limits stored before they existed still load.
 
 A limit ends the run as FAILED with a named reason (``limit_steps`` ...).
 """
@@ -19,9 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from decimal import Decimal
 from typing import Any
 
 from core.canonical import JSONValue
+from core.errors import PriceRefused
+from core.prices import amount, text_of
 
 
 @dataclass(frozen=True)
@@ -32,11 +41,28 @@ class Limits:
     max_active_seconds: float | None = None
     max_elapsed_seconds: float | None = None
     grant_ttl_seconds: float | None = None
+    max_tokens: int | None = None
+    max_cost: Decimal | None = None  # a decimal text or an integer is taken exactly
+
+    def __post_init__(self) -> None:
+        tokens = self.max_tokens
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)
+                                   or tokens < 0):  # fmt: skip
+            raise PriceRefused(f"max_tokens must be an integer of 0 or more, not {tokens!r}")
+        if self.max_cost is not None:
+            object.__setattr__(self, "max_cost", amount(self.max_cost, "max_cost"))
 
     def as_json(self) -> dict[str, JSONValue]:
         # Every field is a number or None: no deep copy needed (``asdict`` makes one, about
-        # 30 us, twice on every proxied call).
-        return {f.name: getattr(self, f.name) for f in _FIELDS}
+        # 30 us, twice on every proxied call). The model limits only when set (rule 6).
+        value: dict[str, JSONValue] = {f.name: getattr(self, f.name) for f in _FIELDS}
+        if self.max_tokens is None:
+            del value["max_tokens"]
+        if self.max_cost is None:
+            del value["max_cost"]
+        else:
+            value["max_cost"] = text_of(self.max_cost)
+        return value
 
     @classmethod
     def from_json(cls, value: Any) -> Limits:
@@ -47,6 +73,24 @@ class Limits:
 
 
 _FIELDS = fields(Limits)
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a run's model calls spent (core/model_calls.py)."""
+
+    tokens: int = 0
+    cost: Decimal = Decimal(0)
+
+
+def spending_exceeded(limits: Limits, spent: Spent, *, projected: bool) -> str | None:
+    """``limit_tokens`` or ``limit_cost`` when ``spent`` passes a limit (``projected``: what a
+    call would bring the run to) or reaches it (what is already spent), else None (rule 6)."""
+    for reason, used, most in (("limit_tokens", spent.tokens, limits.max_tokens),
+                               ("limit_cost", spent.cost, limits.max_cost)):  # fmt: skip
+        if most is not None and (used > most if projected else used >= most):
+            return reason
+    return None
 
 
 @dataclass(frozen=True)
@@ -65,6 +109,7 @@ def exceeded(
     recent: Sequence[Finished],
     active_seconds: float,
     elapsed_seconds: float,
+    spent: Spent | None = None,
 ) -> str | None:
     """The reason the next step may not start, or None. ``recent``: newest last."""
     if limits.max_steps is not None and step_count >= limits.max_steps:
@@ -86,4 +131,4 @@ def exceeded(
         return "limit_active_time"
     if limits.max_elapsed_seconds is not None and elapsed_seconds >= limits.max_elapsed_seconds:
         return "limit_elapsed_time"
-    return None
+    return None if spent is None else spending_exceeded(limits, spent, projected=False)

@@ -5,8 +5,8 @@ Each migration runs in one write transaction that also records it in ``migration
 a version this code does not know (written by a newer Signoff) is refused, never downgraded.
 
 Tables are STRICT, so a value of the wrong type is refused by SQLite rather than stored.
-State tables (runs, steps, approvals, tool_specs) are the truth; ``events`` is the audit log,
-appended in the transaction of the change it explains and never read for control flow.
+State tables (runs, steps, approvals, tool_specs, model_calls) are the truth; ``events`` is the
+audit log, appended in the transaction of the change it explains and never read for control flow.
 """
 
 from __future__ import annotations
@@ -160,12 +160,41 @@ _GRANTS = (
     ) STRICT""",
     "CREATE INDEX grants_by_call ON grants (call_hash, until)",
 )
+
+# Model calls (core/model_calls.py, decision 0060): one row per attempt, written before anything
+# is sent and with its events, like a step. Amounts are exact decimal texts, never floats. An
+# attempt not answered (``started``, ``lost``) is charged at its projection.
+_MODEL_CALLS = (
+    """CREATE TABLE model_calls (
+        run_id            TEXT NOT NULL REFERENCES runs (id),
+        attempt           INTEGER NOT NULL CHECK (attempt >= 1),
+        step_idx          INTEGER NOT NULL,
+        provider          TEXT NOT NULL,
+        model             TEXT NOT NULL,
+        status            TEXT NOT NULL CHECK (status IN
+                            ('started', 'answered', 'lost', 'refused')),
+        prompt_tokens     INTEGER NOT NULL,
+        max_output_tokens INTEGER NOT NULL,
+        projected_tokens  INTEGER NOT NULL,
+        projected_cost    TEXT NOT NULL,
+        tokens_in         INTEGER,
+        tokens_out        INTEGER,
+        cost              TEXT,
+        usage             TEXT CHECK (usage IN ('reported', 'counted', 'partly counted')),
+        detail            TEXT,
+        started_at        TEXT NOT NULL,
+        ended_at          TEXT,
+        PRIMARY KEY (run_id, attempt),
+        FOREIGN KEY (run_id, step_idx) REFERENCES steps (run_id, idx)
+    ) STRICT""",
+)
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "proxy calls", _PROXY_CALLS),
     Migration(3, "hosts", _HOSTS),
     Migration(4, "result blobs", _RESULTS),
     Migration(5, "grants", _GRANTS),
+    Migration(6, "model calls", _MODEL_CALLS),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -2,11 +2,12 @@
 
 Rules:
 
-1. Every run, step and approval row must be what its events make it (core/transitions.py lists
-   them): a run's status, end reason, result, step count and failure count; a step's status,
-   decision and observation; an approval's status, kind, request hash, and who decided it, why
-   and when. A row no event made,
-   or an event's row that is missing, disagrees too.
+1. Every run, step, approval and model call row must be what its events make it
+   (core/transitions.py and core/model_record.py list them): a run's status, end reason,
+   result, step count and failure count; a step's status, decision and observation; an
+   approval's status, kind, request hash, and who decided it, why and when; a model call's
+   status, tokens and cost. A row no event made, or an event's row that is missing, disagrees
+   too.
 2. Every approval decided (approved, rejected, consumed) has exactly one ``approval.decided``
    event, naming its request hash and authenticated by the operator key (core/operator_key.py);
    unsigned only when the operator had chosen unauthenticated decisions before it, and never
@@ -23,7 +24,7 @@ import hmac
 import sqlite3
 from typing import Any
 
-from core import canonical
+from core import canonical, model_record
 from core.errors import JSONRefused, OperatorKeyUnavailable, StateDisagrees
 from core.operator_key import OperatorKey, decision_fields, key_id, mac
 from core.records import read_approval
@@ -48,6 +49,7 @@ def rebuild(conn: sqlite3.Connection) -> dict[str, Any]:
     steps: dict[tuple[str, int], dict[str, Any]] = {}
     approvals: dict[str, dict[str, Any]] = {}
     decided: dict[str, list[tuple[int, dict[str, Any], str]]] = {}
+    models: dict[tuple[str, int], dict[str, Any]] = {}  # core/model_record.py
     rows = conn.execute("SELECT seq, run_id, step_idx, kind, payload, at FROM events ORDER BY seq")
     unauthenticated = False  # the operator's mode as the chain went (core/operator_key rule 4)
     signing = False  # a decision in the signed form was seen (unsigned legacy ones precede it)
@@ -93,13 +95,17 @@ def rebuild(conn: sqlite3.Connection) -> dict[str, Any]:
                 row=f"event {seq}",
             )
         try:
-            _fold(runs, steps, approvals, decided, seq, run_id, idx, kind, p, at)
+            if kind in model_record.KINDS:
+                model_record.fold(models, runs, run_id, idx, kind, p)
+            else:
+                _fold(runs, steps, approvals, decided, seq, run_id, idx, kind, p, at)
         except (KeyError, TypeError) as e:
             raise StateDisagrees(
                 f"event {seq} ({kind}) does not follow from the events before it ({e!r})",
                 row=f"event {seq}",
             ) from None
-    return {"runs": runs, "steps": steps, "approvals": approvals, "decided": decided}
+    return {"runs": runs, "steps": steps, "approvals": approvals, "decided": decided,
+            "model_calls": models}  # fmt: skip
 
 
 def _fold(
@@ -176,6 +182,7 @@ def check_state(store: Store, operator: OperatorKey | None) -> int:
         _compare_runs(conn, rebuilt["runs"])
         _compare_steps(conn, rebuilt["steps"])
         _compare_approvals(conn, rebuilt["approvals"])
+        model_record.compare(conn, rebuilt["model_calls"])
         return _check_decisions(conn, store.database_id, rebuilt["decided"], operator)
 
 

@@ -16,6 +16,9 @@ Rules:
    it is over is ``core.hold``'s.
 5. A session refers to its open step's state, never to the ``OpenStep`` handed out: nothing
    cycles back, so a session its caller drops unclosed is freed at once.
+6. ``OpenStep.model()`` is the step's accounting model caller (``core.model_calls``), None
+   without ``GateConfig.model``; what the run's model calls spent is judged at each step's
+   start too.
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ import weakref
 from collections.abc import Callable
 from datetime import datetime
 
-from core import execution, proposal, transitions
+from core import execution, model_record, proposal, transitions
 from core.canonical import JSONValue
 from core.decisions import Decision
 from core.errors import RunStateError, UnknownRun
 from core.gate_parts import GateParts
 from core.hold import Hold, StepState
 from core.limits import Finished, exceeded
+from core.model_calls import ModelCaller
 from core.records import RunView, read_run, read_steps
 from core.store import Transaction, format_time
 from core.tools import CompiledTool
@@ -75,6 +79,9 @@ class Session(Hold):
                     recent=[Finished(h, o) for h, o in reversed(recent)],
                     active_seconds=run.active_seconds,
                     elapsed_seconds=(now - datetime.fromisoformat(run.created_at)).total_seconds(),
+                    spent=model_record.spent(tx.conn, self.run_id)
+                    if run.limits.max_tokens is not None or run.limits.max_cost is not None
+                    else None,
                 )
                 if reason is not None:
                     transitions.end_run(tx, self.run_id, status="FAILED", reason=reason, at=at)
@@ -161,6 +168,11 @@ class OpenStep:
         """Run exactly the allowed request. ``also`` writes more in the outcome's transaction
         (the proxy records there that the result is handed back)."""
         return await execution.execute(self._session, self._state, also)
+
+    def model(self) -> ModelCaller | None:
+        """The step's accounting model caller; None when the gate has no model configuration."""
+        config = self._session._gate.config.model
+        return None if config is None else ModelCaller(self._session, self.index, config)
 
     def fail(self, error: str) -> None:
         """End a step whose decision could not be made: the run fails as ``agent_error``."""

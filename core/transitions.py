@@ -1,9 +1,10 @@
 """Every state change of a run, each with its audit events, inside the caller's transaction.
 
-This module is the one place that writes runs, steps and approvals. Each function changes the
-state tables and appends the event that explains the change, in the same transaction, so the
-log and the state cannot disagree (a completeness test holds every committed transaction to
-at least one event; a consistency test rebuilds each run's state from its events).
+This module is the one place that writes runs, steps and approvals (model calls:
+core/model_record.py). Each function changes the state tables and appends the event that
+explains the change, in the same transaction, so the log and the state cannot disagree (a
+completeness test holds every committed transaction to at least one event; a consistency test
+rebuilds each run's state from its events).
 
 Events and what they mean (the payloads are what the consistency fold reads):
 

@@ -16,6 +16,7 @@ from core.canonical import JSONValue
 from core.errors import TTLRefused
 from core.operator_key import OperatorKey
 from core.policy import DUPLICATE_KIND, OWN_FILES_KIND, DefaultPolicy, Policy
+from core.prices import ModelConfig
 from core.records import ApprovalView, RunView, StepView
 from core.store import Store
 from core.tools import CompiledTool, SideEffect, Tool
@@ -81,6 +82,9 @@ class GateConfig:
     # the OS keyring's, unless given another; None runs grants unanchored (a library user's
     # choice, never the proxy's).
     anchor: Anchor | None = field(default_factory=_keyring_anchor)
+    # Prices and a token counter (core/prices.py): with it, each open step offers an accounting
+    # model caller (``OpenStep.model()``, core/model_calls.py) held to the run's limits.
+    model: ModelConfig | None = None
 
     def __post_init__(self) -> None:
         # Zero or less lapses as it is taken and the heartbeat (every TTL/3) never sleeps; not

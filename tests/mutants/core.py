@@ -339,6 +339,47 @@ CORE: tuple[Mutation, ...] = (
         "tests/proxy/test_grants.py::"
         "test_a_call_whose_predecessor_may_have_run_asks_under_a_grant_past_the_window",
     ),
+    # --- G-MODEL-1..3: model calls, their limits, prices and charges ---------------------------
+    Mutation(
+        "a model call is judged on what was spent, not on its projection",
+        "G-MODEL-1",
+        "core/limits.py",
+        "        if most is not None and (used > most if projected else used >= most):\n",
+        "        if most is not None and not projected and used >= most:\n",
+        "a call that would pass the token limit is recorded as started, and the loop sends it",
+        "tests/core/test_model_calls.py::"
+        "test_a_call_whose_projection_passes_the_token_limit_is_refused_and_nothing_is_sent",
+    ),
+    Mutation(
+        "an unknown model is priced at zero",
+        "G-MODEL-2",
+        "core/prices.py",
+        "        found = self.by_model.get((provider, model))\n",
+        "        found = self.by_model.get((provider, model), Price(Decimal(0), Decimal(0)))\n",
+        "a model with no price is called and recorded as free",
+        "tests/core/test_model_calls.py::"
+        "test_a_model_with_no_price_is_refused_and_nothing_is_recorded_or_charged",
+    ),
+    Mutation(
+        "an attempt with no answer is charged nothing",
+        "G-MODEL-3",
+        "core/model_record.py",
+        """        " FROM model_calls WHERE run_id = ? AND status != 'refused'",\n""",
+        """        " FROM model_calls WHERE run_id = ? AND status = 'answered'",\n""",
+        "a lost answer, or one cut off by a crash, costs the run nothing against its limits",
+        "tests/core/test_model_calls.py::test_a_lost_answer_is_charged_at_its_projection",
+    ),
+    Mutation(
+        "verify does not compare the model calls",
+        "G-MODEL-3",
+        "core/replay.py",
+        """        model_record.compare(conn, rebuilt["model_calls"])\n""",
+        "",
+        "a model call's tokens or cost edited behind the chain verifies",
+        "tests/core/test_model_calls.py::"
+        "test_each_edit_of_the_model_calls_behind_the_chain_is_found_naming_the_row"
+        "[a call's tokens]",
+    ),
     # --- G-CRASH-1: no side effect twice without the operator ---------------------------------
     Mutation(
         "a takeover treats every started tool as repeatable",
