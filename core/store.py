@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from core import canonical, chain, private_files
+from core import canonical, chain, observe, private_files
 from core.chain import EventRow, Head
 from core.errors import (
     DatabaseMissing,
@@ -45,6 +45,7 @@ from core.errors import (
     UnexpectedSchemaObject,
 )
 from core.migrations import LATEST, MIGRATIONS
+from core.observe import Observer
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 _EVENT_KIND = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*")
@@ -81,6 +82,13 @@ class Store:
         # event kinds): tests hold every state change to its events and compare transaction
         # boundaries.
         self.trace: list[tuple[str, tuple[str, ...]]] | None = None
+        self.observers: list[Observer] = []  # told of each commit's events (core/observe.py)
+
+    def observe(self, observer: Observer) -> None:
+        """Tell ``observer`` of every transaction this store commits from now on, after it
+        commits (core/observe.py); registering the same observer again changes nothing."""
+        if observer not in self.observers:
+            self.observers.append(observer)
 
     # --- opening ------------------------------------------------------------------------
 
@@ -156,6 +164,8 @@ class Store:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        if self.observers and tx.rows:
+            observe.notify(self.observers, tx.rows)  # committed: never for a rollback
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -213,6 +223,7 @@ class Transaction:
         self.conn = store._conn
         self.kinds: list[str] = []  # the kinds of the events appended, in order
         self._head: Head | None = None  # the chain's head as this transaction left it
+        self.rows: list[EventRow] = []  # the events appended, for the store's observers
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> sqlite3.Cursor:
         with _named_sqlite_errors(self._store.path):
@@ -255,6 +266,7 @@ class Transaction:
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+        self.rows.extend(rows)
         self._head = Head(store.database_id, seq, prev)
         return self._head
 

@@ -14,6 +14,7 @@ from core import canonical, operator_key
 from core.anchor import Anchor
 from core.canonical import JSONValue
 from core.errors import TTLRefused
+from core.observe import Observer
 from core.operator_key import OperatorKey
 from core.policy import DUPLICATE_KIND, OWN_FILES_KIND, DefaultPolicy, Policy
 from core.records import ApprovalView, RunView, StepView
@@ -81,6 +82,9 @@ class GateConfig:
     # the OS keyring's, unless given another; None runs grants unanchored (a library user's
     # choice, never the proxy's).
     anchor: Anchor | None = field(default_factory=_keyring_anchor)
+    # Told, after each commit, of the events the gate's store committed (core/observe.py): a
+    # copy for telemetry (core/telemetry.py); the record stays the chain.
+    observers: Sequence[Observer] = ()
 
     def __post_init__(self) -> None:
         # Zero or less lapses as it is taken and the heartbeat (every TTL/3) never sleeps; not
