@@ -8,18 +8,24 @@ Rules:
    transaction that store's connection commits with events: runs, steps, decisions (with their
    origin), policy answers, approvals asked and decided, tool calls started and their outcomes,
    run ends, and the operator's events of no run. Another process's commits are not seen.
-2. It is called only after ``COMMIT`` returned: never for a transaction rolled back, never
-   while the write lock is held. The audit chain stays the record; what an observer is told
-   is a copy of it, and is the same events in the same order the chain holds.
-3. An observer that raises changes nothing: the exception is caught, logged once per observer
-   (by its name), and the other observers are still told. An observer runs on the committing
-   thread, so one that must do slow work (send spans over a network) hands the events to a
-   thread of its own (core/telemetry.py does) and returns.
+2. It is told only after ``COMMIT`` returned: never of a transaction rolled back, never while
+   the write lock is held. The audit chain stays the record; what an observer is told is a
+   copy of it: the same events, in the order the chain holds them.
+3. Each observer is called on a thread of its own (``Relay``), fed by a bounded queue: the
+   committing thread only puts the events there, so an observer that is slow or blocks delays
+   no commit and no call. One that raises changes nothing: the exception is caught and logged
+   once per observer, by its name. A full queue (an observer blocked for that long) drops the
+   newest events for it, counted in ``dropped`` and logged once. ``Store.flush_observers``
+   waits, bounded, until each has been told of everything committed so far; what an observer
+   has not been told when the process exits is lost to it (the record has it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -47,7 +53,8 @@ class Committed:
 
 Observer = Callable[[Sequence[Committed]], object]
 
-_failed: set[str] = set()  # observers whose failure was logged already (rule 3)
+QUEUE = 10_000  # batches of events an observer may be behind before they are dropped
+_STOP = object()
 
 
 def name_of(observer: Observer) -> str:
@@ -56,15 +63,55 @@ def name_of(observer: Observer) -> str:
     return f"{module}.{name}"
 
 
-def notify(observers: Sequence[Observer], rows: Sequence[tuple[object, ...]]) -> None:
-    """Tell each observer of the committed event rows (seq, run, step, kind, payload, at,
-    hash); rule 3."""
-    events = tuple(Committed(*row) for row in rows)  # type: ignore[arg-type]
-    for observer in observers:
+class Relay:
+    """One observer, its queue and its thread (rule 3)."""
+
+    def __init__(self, observer: Observer, size: int = QUEUE) -> None:
+        self.observer = observer
+        self.name = name_of(observer)
+        self.dropped = 0
+        self._queue: queue.Queue[object] = queue.Queue(size)
+        self._logged: set[str] = set()
+        self._thread = threading.Thread(target=self._run, name="signoff-observer", daemon=True)
+        self._thread.start()
+
+    def tell(self, rows: Sequence[tuple[object, ...]]) -> None:
+        """Hand on one commit's event rows (seq, run, step, kind, payload, at, hash)."""
+        events = tuple(Committed(*row) for row in rows)  # type: ignore[arg-type]
         try:
-            observer(events)
-        except Exception as e:
-            name = name_of(observer)
-            if name not in _failed:
-                _failed.add(name)
-                log.error("observer %s raised %s: %s (logged once)", name, type(e).__name__, e)
+            self._queue.put_nowait(events)
+        except queue.Full:
+            self.dropped += 1
+            self._once("full", "is behind: committed events are dropped for it")
+
+    def flush(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until the observer was told of all queued so far."""
+        done = threading.Event()
+        try:
+            self._queue.put(done, timeout=timeout)
+        except queue.Full:
+            return False
+        return done.wait(timeout)
+
+    def stop(self) -> None:
+        """No more events; what is queued is still told, on the observer's thread."""
+        with contextlib.suppress(queue.Full):  # else, a daemon thread: it ends with the process
+            self._queue.put_nowait(_STOP)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            try:
+                self.observer(item)  # type: ignore[arg-type]
+            except Exception as e:
+                self._once(f"raised {type(e).__name__}", f"raised {type(e).__name__}: {e}")
+
+    def _once(self, key: str, message: str) -> None:
+        if key not in self._logged:
+            self._logged.add(key)
+            log.error("observer %s %s (logged once)", self.name, message)

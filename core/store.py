@@ -82,13 +82,19 @@ class Store:
         # event kinds): tests hold every state change to its events and compare transaction
         # boundaries.
         self.trace: list[tuple[str, tuple[str, ...]]] | None = None
-        self.observers: list[Observer] = []  # told of each commit's events (core/observe.py)
+        self.observers: list[observe.Relay] = []  # told of each commit (core/observe.py)
 
     def observe(self, observer: Observer) -> None:
         """Tell ``observer`` of every transaction this store commits from now on, after it
-        commits (core/observe.py); registering the same observer again changes nothing."""
-        if observer not in self.observers:
-            self.observers.append(observer)
+        commits, on a thread of its own (core/observe.py); registering it again changes
+        nothing."""
+        if all(relay.observer is not observer for relay in self.observers):
+            self.observers.append(observe.Relay(observer))
+
+    def flush_observers(self, timeout: float = 10.0) -> bool:
+        """Wait, at most ``timeout`` seconds each, until every observer was told of every
+        commit so far; False when one was not."""
+        return all([relay.flush(timeout) for relay in self.observers])
 
     # --- opening ------------------------------------------------------------------------
 
@@ -129,6 +135,8 @@ class Store:
         return cls(path, conn, database_id, busy_timeout)
 
     def close(self) -> None:
+        for relay in self.observers:
+            relay.stop()  # told what is queued, on its own thread
         self._conn.close()
 
     def __enter__(self) -> Store:
@@ -164,8 +172,8 @@ class Store:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        if self.observers and tx.rows:
-            observe.notify(self.observers, tx.rows)  # committed: never for a rollback
+        for relay in self.observers:
+            relay.tell(tx.rows)  # committed: never a rollback
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:

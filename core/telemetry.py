@@ -5,13 +5,14 @@ Imported only where telemetry is configured (a library user's ``SpanObserver``, 
 
 Rules:
 
-1. ``SpanObserver`` is an observer (core/observe.py): it puts each commit's events on a bounded
-   queue and returns; one thread of its own folds them into spans and hands them to the
-   exporter. A slow or unreachable endpoint delays no commit and no call: a full queue drops
-   the newest events (counted, logged once), an export that fails is logged once and dropped.
-   ``close(wait)`` gives the thread ``wait`` seconds to send what it holds; what is still
-   queued then, and spans not yet ended (a run still waiting), are lost to the live copy and
-   are in the record, which ``signoff export --otlp`` sends again with the same ids.
+1. ``SpanObserver`` is an observer (core/observe.py): on its own thread, fed by a bounded
+   queue, it folds each commit's events into spans and sends those that ended. A slow or
+   unreachable endpoint delays no commit and no call: the exporter gives up after its timeout,
+   a failed export is logged once and its spans dropped, and a queue left full meanwhile drops
+   events (core/observe.py rule 3). ``Store.flush_observers(wait)`` gives it ``wait`` seconds
+   to send what is queued; what is still queued when the process exits, and spans not yet
+   ended (a run still waiting), are lost to the live copy and are in the record, which
+   ``signoff export --otlp`` sends again with the same ids.
 2. A run whose earlier events this process did not see (resumed after a pause, taken over) is
    read back from the store, on the observer's thread with a read-only connection of its own,
    so that its spans open where they opened. Of the spans those earlier events ended, only
@@ -24,8 +25,6 @@ Rules:
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -133,65 +132,22 @@ def _exporter_errors() -> Iterator[list[str]]:
 
 # --- live ---------------------------------------------------------------------------------------
 
-_STOP = object()
-
 
 class SpanObserver:
-    """An observer sending the spans of what ``store`` commits, as they end (rule 1)."""
+    """An observer sending the spans of what ``store`` commits, as they end (rule 1). It is
+    called on its own thread (core/observe.py rule 3), and sends from there."""
 
-    def __init__(self, store: Store, exporter: SpanExporter, *, queue_size: int = 10_000) -> None:
+    def __init__(self, store: Store, exporter: SpanExporter) -> None:
         self.exporter = exporter
-        self.dropped = 0  # batches of events not taken: the queue was full
         self._database = store.database_id
         self._path = store.path
-        self._queue: queue.Queue[object] = queue.Queue(queue_size)
         self._runs: dict[str, RunSpans] = {}
-        self._reader: Store | None = None
         self._logged: set[str] = set()
-        self._thread = threading.Thread(target=self._work, name="signoff-telemetry", daemon=True)
-        self._thread.start()
 
     def __call__(self, events: Sequence[Committed]) -> None:
-        try:
-            self._queue.put_nowait(events)
-        except queue.Full:
-            self.dropped += 1
-            self._once("full", "the telemetry queue is full: events are dropped from the copy")
-
-    def flush(self, timeout: float = 10.0) -> bool:
-        """Wait up to ``timeout`` seconds for everything queued so far to be exported."""
-        done = threading.Event()
-        try:
-            self._queue.put(done, timeout=timeout)
-        except queue.Full:
-            return False
-        return done.wait(timeout)
-
-    def close(self, wait: float = 2.0) -> None:
-        """Stop, giving what is queued ``wait`` seconds to be sent (rule 1)."""
-        try:
-            self._queue.put(_STOP, timeout=wait)
-        except queue.Full:
-            return
-        self._thread.join(wait)
-
-    # --- the observer's thread ----------------------------------------------------------
-
-    def _work(self) -> None:
-        try:
-            while True:
-                item = self._queue.get()
-                if item is _STOP:
-                    return
-                if isinstance(item, threading.Event):
-                    item.set()
-                    continue
-                spans = self._fold(item)  # type: ignore[arg-type]
-                if spans:
-                    self._send(spans)
-        finally:
-            if self._reader is not None:
-                self._reader.close()
+        spans = self._fold(events)
+        if spans:
+            self._send(spans)
 
     def _fold(self, events: Sequence[Committed]) -> list[SpanRecord]:
         spans: list[SpanRecord] = []
@@ -218,9 +174,10 @@ class SpanObserver:
     def _backfill(self, spans: RunSpans, run_id: str, before: int) -> None:
         """Rule 2: the run's earlier events, from the store. The approvals sent are those
         decided since a gate last wrote: the trailing decisions, which no gate has seen."""
-        if self._reader is None:
-            self._reader = Store.open(Path(self._path), create=False, readonly=True)
-        with self._reader.snapshot() as conn:
+        with (
+            Store.open(Path(self._path), create=False, readonly=True) as reader,
+            reader.snapshot() as conn,
+        ):
             rows = conn.execute(
                 "SELECT seq, run_id, step_idx, kind, payload, at, hash FROM events"
                 " WHERE run_id = ? AND seq < ? ORDER BY seq",

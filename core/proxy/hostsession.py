@@ -408,4 +408,4 @@ async def serve(
     finally:
         with contextlib.suppress(Exception):
             await proxy.close()
-        telemetry.stop(spans)
+        telemetry.stop(spans, store)

@@ -12,7 +12,7 @@ Rules:
    of OpenTelemetry is loaded (``start`` imports core/telemetry.py only when configured), so a
    proxy without telemetry starts as fast as before.
 2. ``start`` registers a ``SpanObserver`` on the proxy's store as it starts serving; ``stop``
-   gives it ``STOP_WAIT`` seconds to send what it holds as the proxy exits (core/telemetry.py
+   gives it ``STOP_WAIT`` seconds to send what is queued as the proxy exits (core/telemetry.py
    rule 1 says what is lost). The endpoint is read at start: a changed one takes effect at the
    next start.
 """
@@ -70,6 +70,7 @@ def start(url: str | None, store: Store) -> SpanObserver | None:
     return observer
 
 
-def stop(observer: SpanObserver | None) -> None:
+def stop(observer: SpanObserver | None, store: Store) -> None:
+    """What is queued is given ``STOP_WAIT`` seconds to be sent (core/telemetry.py rule 1)."""
     if observer is not None:
-        observer.close(STOP_WAIT)
+        store.flush_observers(STOP_WAIT)

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import shutil
 import sqlite3
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from opentelemetry.trace import StatusCode
 from core import Decision, approve, transitions
 from core.gate import VerdictOutcome
 from core.limits import Limits
-from core.observe import Committed
+from core.observe import Committed, Relay
 from core.spans import span_id, trace_id
 from core.store import Store
 from core.telemetry import SpanObserver, readable, stored_spans
@@ -55,7 +56,7 @@ def test_each_kind_of_span_has_its_ids_parent_class_verdict_and_origin(gate_stor
     exporter = InMemorySpanExporter()
     observer = SpanObserver(gate_store, exporter)
     run_with_an_approval(gate_store, observers=[observer])
-    assert observer.flush()
+    assert gate_store.flush_observers()
     named = spans_by_name(exporter.get_finished_spans())
     assert {k: len(v) for k, v in named.items()} == {
         "signoff.run": 1, "signoff.step": 3, "signoff.decision": 3,
@@ -97,7 +98,6 @@ def test_each_kind_of_span_has_its_ids_parent_class_verdict_and_origin(gate_stor
     assert sorted(map(_key, exporter.get_finished_spans())) == sorted(
         _key(readable(s)) for s in stored_spans(gate_store)
     )
-    observer.close()
 
 
 def test_a_run_paused_in_one_process_and_resumed_in_another_is_one_trace(home: Path) -> None:
@@ -113,8 +113,7 @@ def test_a_run_paused_in_one_process_and_resumed_in_another_is_one_trace(home: P
         verdict = step.propose(Decision.tool_call("push", {"n": 2}, origin="model"))
         assert verdict.approval
         session.close()
-        assert observer.flush()
-        observer.close()
+        assert store.flush_observers()
     with Store.open(path) as operator:  # the operator's process: no telemetry
         approve(operator, "run-1", verdict.approval.id, by="op", reason="ok",
                 expected_hash=verdict.approval.request_hash)  # fmt: skip
@@ -125,8 +124,7 @@ def test_a_run_paused_in_one_process_and_resumed_in_another_is_one_trace(home: P
         session, _ = gate.attach("run-1")
         asyncio.run(session.current().execute())
         session.step().propose(Decision.complete())
-        assert observer.flush()
-        observer.close()
+        assert store.flush_observers()
         everything = sorted(_key(readable(s)) for s in stored_spans(store))
     before, after = first.get_finished_spans(), second.get_finished_spans()
     assert [s.name for s in before] == ["signoff.decision"]  # settled: pending
@@ -158,8 +156,9 @@ def test_an_observer_is_told_after_the_commit_and_never_of_a_rollback(store: Sto
 
     with pytest.raises(RuntimeError):
         start(RuntimeError("rolled back"))
-    assert told == []
+    assert store.flush_observers() and told == []
     start()
+    assert store.flush_observers()
     assert told == [(["run.started"], 1)]
 
 
@@ -183,6 +182,7 @@ def test_an_observer_that_raises_changes_nothing_in_the_run(
     for name, observers in (("quiet.db", []), ("raising.db", [broken])):
         with Store.open(home / name) as store, caplog.at_level(logging.ERROR):
             run_with_an_approval(store, observers=observers, clock=FakeClock())
+            assert store.flush_observers()
             conn = store._conn
             records[name] = [
                 conn.execute("SELECT * FROM events ORDER BY seq").fetchall(),
@@ -203,7 +203,6 @@ def test_an_unreachable_endpoint_does_not_fail_a_live_run(gate_store: Store) -> 
     run_with_an_approval(gate_store, observers=[observer])
     run = gate_store._conn.execute("SELECT status FROM runs WHERE id = 'run-1'").fetchone()
     assert run == ("COMPLETED",)
-    observer.close(wait=0.1)
 
 
 def _key(span: ReadableSpan) -> tuple[Any, ...]:
@@ -211,3 +210,40 @@ def _key(span: ReadableSpan) -> tuple[Any, ...]:
     return (span.name, span.context.trace_id, span.context.span_id, parent,
             span.start_time, span.end_time, tuple(sorted(dict(span.attributes or {}).items())),
             span.status.status_code == StatusCode.ERROR)  # fmt: skip
+
+
+def test_an_observer_that_blocks_delays_no_commit_and_runs_on_a_thread_of_its_own(
+    gate_store: Store,
+) -> None:
+    entered, release, left = threading.Event(), threading.Event(), threading.Event()
+    threads: set[threading.Thread] = set()
+
+    def blocked(events: Sequence[Committed]) -> None:
+        threads.add(threading.current_thread())
+        if not entered.is_set():  # held on the first commit; were it called inline, the run
+            entered.set()  # would wait here too, and find ``left`` set when it ends
+            release.wait(10)
+            left.set()
+
+    run_with_an_approval(gate_store, observers=[blocked])
+    # The run ended while the observer was still held on the first commit it was told of.
+    assert entered.is_set() and not left.is_set()
+    release.set()
+    assert gate_store.flush_observers()
+    assert threading.current_thread() not in threads and len(threads) == 1
+
+
+def test_an_observer_left_behind_loses_events_counted_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    relay = Relay(lambda events: release.wait(60), size=2)
+    row = (1, "r", None, "run.started", "{}", "2026-11-30T09:00:00.000000Z", "h")
+    with caplog.at_level(logging.ERROR):
+        for _ in range(6):
+            relay.tell([row])
+    release.set()
+    assert relay.flush(10)
+    assert 3 <= relay.dropped <= 4  # two queued, one perhaps taken already, the rest dropped
+    assert len([r for r in caplog.records if "dropped" in r.getMessage()]) == 1
+    relay.stop()
