@@ -113,8 +113,9 @@ class RunSpans:
                     attrs["signoff.call.host"] = host["id"]
             self._start(("run",), "signoff.run", None, at, attrs)
         elif kind == "run.ended":
-            for key in [k for k in self._open if k != ("run",)][::-1]:
-                ended += self._end(key, at)
+            for key in [k for k in self._open if k != ("run",)][::-1]:  # innermost first
+                verdict = {"signoff.verdict": "ended"} if key[0] == "decision" else {}
+                ended += self._end(key, at, verdict)
             status = str(payload.get("status", ""))
             reason = str(payload.get("reason", ""))
             error = None if status == "COMPLETED" else f"{status}: {reason}"
@@ -156,13 +157,12 @@ class RunSpans:
             self._open[("tool", step)].span_id = span_id(self.trace_id, "tool", step, event.seq)
         elif kind in ("step.observed", "step.interrupted"):
             status = str(payload.get("status", "interrupted"))
-            failed = status in ("failed", "denied")
-            attrs = {"signoff.step.status": status}
-            ended += self._end(("tool", step), at, attrs, status if failed else None)
+            error = status if status == "failed" else None
+            ended += self._end(("tool", step), at, {"signoff.tool.status": status}, error)
             decision = self._open.get(("decision", step))
             ending = decision and decision.attributes.get("signoff.decision.kind") != "tool_call"
             ended += self._settle(step, at, "ended" if ending else "denied")
-            ended += self._end(("step", step), at, attrs, status if failed else None)
+            ended += self._end(("step", step), at, {"signoff.step.status": status}, error)
         return ended
 
     # --- internals ----------------------------------------------------------------------

@@ -23,7 +23,8 @@ from core.observe import Committed, Relay
 from core.spans import span_id, trace_id
 from core.store import Store
 from core.telemetry import SpanObserver, readable, stored_spans
-from tests.core.gatekit import Calls, FakeClock, make_gate, standard_tools
+from core.tools import SideEffect
+from tests.core.gatekit import Calls, FakeClock, counter_tool, make_gate, standard_tools
 
 DECISION = "signoff.decision"
 
@@ -93,11 +94,44 @@ def test_each_kind_of_span_has_its_ids_parent_class_verdict_and_origin(gate_stor
     tools = {t.attributes["signoff.tool.name"]: t.attributes for t in named["signoff.tool_call"]}
     assert tools["push"]["signoff.tool.side_effect"] == "remote_mutation"
     assert tools["push"]["signoff.approval.id"] == approval.attributes["signoff.approval.id"]
-    assert tools["read"]["signoff.step.status"] == "done"
+    assert tools["read"]["signoff.tool.status"] == "done"
     # The live copy is the record's: exporting the store later makes the very same spans.
     assert sorted(map(_key, exporter.get_finished_spans())) == sorted(
         _key(readable(s)) for s in stored_spans(gate_store)
     )
+
+
+def test_a_denial_a_failed_tool_and_a_failed_run_say_so(gate_store: Store) -> None:
+    def broken(args: dict[str, Any]) -> Any:
+        raise RuntimeError("the disk is gone")
+
+    exporter = InMemorySpanExporter()
+    tools = [counter_tool("read", SideEffect.READ_ONLY, Calls(), result=broken)]
+    gate = make_gate(gate_store, tools, anchor=None, observers=[SpanObserver(gate_store, exporter)])
+    session = gate.begin("run-1", "read")
+    step = session.step()
+    assert step.propose(Decision.tool_call("nope", {})).outcome == VerdictOutcome.DENIED
+    step = session.step()
+    step.propose(Decision.tool_call("read", {"n": 1}, origin="plan"))
+    asyncio.run(step.execute())
+    session.step().propose(Decision.fail("gave up", origin="operator"))
+    assert gate_store.flush_observers()
+    named = spans_by_name(exporter.get_finished_spans())
+    decisions = [d.attributes for d in sorted(named[DECISION], key=_step)]
+    assert [d["signoff.verdict"] for d in decisions] == ["denied", "allowed", "ended"]
+    assert [d.get("signoff.decision.origin") for d in decisions] == [None, "plan", "operator"]
+    (tool,) = named["signoff.tool_call"]
+    assert tool.status.status_code == StatusCode.ERROR
+    assert tool.attributes["signoff.tool.status"] == "failed"
+    steps = sorted(named["signoff.step"], key=_step)
+    assert [s.attributes["signoff.step.status"] for s in steps[:2]] == ["failed", "failed"]
+    (run,) = named["signoff.run"]
+    assert run.status.status_code == StatusCode.ERROR and run.status.description
+    assert run.attributes["signoff.run.status"] == "FAILED"
+
+
+def _step(span: ReadableSpan) -> int:
+    return int(str((span.attributes or {})["signoff.step.index"]))
 
 
 def test_a_run_paused_in_one_process_and_resumed_in_another_is_one_trace(home: Path) -> None:
@@ -247,3 +281,46 @@ def test_an_observer_left_behind_loses_events_counted_and_logged_once(
     assert 3 <= relay.dropped <= 4  # two queued, one perhaps taken already, the rest dropped
     assert len([r for r in caplog.records if "dropped" in r.getMessage()]) == 1
     relay.stop()
+
+
+def test_a_run_paused_twice_across_three_processes_sends_each_span_once(home: Path) -> None:
+    path, clock = home / "signoff.db", FakeClock()
+    exporters = [InMemorySpanExporter() for _ in range(3)]
+
+    def process(n: int, new_id: str) -> Any:
+        store = Store.open(path)
+        observers = [SpanObserver(store, exporters[n])]
+        gate = make_gate(store, standard_tools(Calls()), anchor=None, observers=observers,
+                         clock=clock, new_id=lambda: new_id)  # fmt: skip
+        return store, gate
+
+    def operator_approves(verdict: Any) -> None:
+        with Store.open(path) as operator:
+            approve(operator, "run-1", verdict.approval.id, by="op",
+                    expected_hash=verdict.approval.request_hash)  # fmt: skip
+
+    store, gate = process(0, "ap-a")
+    session = gate.begin("run-1", "publish twice")
+    verdict = session.step().propose(Decision.tool_call("push", {"n": 1}))
+    session.close()
+    assert store.flush_observers()
+    store.close()
+    operator_approves(verdict)
+    store, gate = process(1, "ap-b")
+    session, _ = gate.attach("run-1")
+    asyncio.run(session.current().execute())
+    verdict = session.step().propose(Decision.tool_call("push", {"n": 2}))
+    session.close()
+    assert store.flush_observers()
+    store.close()
+    operator_approves(verdict)
+    store, gate = process(2, "ap-c")
+    session, _ = gate.attach("run-1")
+    asyncio.run(session.current().execute())
+    session.step().propose(Decision.complete())
+    assert store.flush_observers()
+    everything = sorted(_key(readable(s)) for s in stored_spans(store))
+    store.close()
+    sent = [_key(s) for exporter in exporters for s in exporter.get_finished_spans()]
+    assert sorted(sent) == everything  # each once: the second resumer re-sends no approval
+    assert [s[0] for s in sent].count("signoff.approval") == 2
