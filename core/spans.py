@@ -114,7 +114,7 @@ class RunSpans:
             self._start(("run",), "signoff.run", None, at, attrs)
         elif kind == "run.ended":
             for key in [k for k in self._open if k != ("run",)][::-1]:  # innermost first
-                verdict = {"signoff.verdict": "ended"} if key[0] == "decision" else {}
+                verdict: Attributes = {"signoff.verdict": "ended"} if key[0] == "decision" else {}
                 ended += self._end(key, at, verdict)
             status = str(payload.get("status", ""))
             reason = str(payload.get("reason", ""))
