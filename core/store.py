@@ -29,10 +29,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from core import canonical, chain, observe, private_files
+from core import canonical, chain, private_files
 from core.chain import EventRow, Head
 from core.errors import (
     DatabaseMissing,
@@ -45,7 +45,9 @@ from core.errors import (
     UnexpectedSchemaObject,
 )
 from core.migrations import LATEST, MIGRATIONS
-from core.observe import Observer
+
+if TYPE_CHECKING:  # loaded once an observer is registered: no cost for a store without
+    from core.observe import Observer, Relay
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 _EVENT_KIND = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*")
@@ -82,14 +84,16 @@ class Store:
         # event kinds): tests hold every state change to its events and compare transaction
         # boundaries.
         self.trace: list[tuple[str, tuple[str, ...]]] | None = None
-        self.observers: list[observe.Relay] = []  # told of each commit (core/observe.py)
+        self.observers: list[Relay] = []  # told of each commit (core/observe.py)
 
     def observe(self, observer: Observer) -> None:
         """Tell ``observer`` of every transaction this store commits from now on, after it
         commits, on a thread of its own (core/observe.py); registering it again changes
         nothing."""
+        from core.observe import Relay
+
         if all(relay.observer is not observer for relay in self.observers):
-            self.observers.append(observe.Relay(observer))
+            self.observers.append(Relay(observer))
 
     def flush_observers(self, timeout: float = 10.0) -> bool:
         """Wait, at most ``timeout`` seconds each, until every observer was told of every

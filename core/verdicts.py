@@ -9,17 +9,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from core import canonical, operator_key
 from core.anchor import Anchor
 from core.canonical import JSONValue
 from core.errors import TTLRefused
-from core.observe import Observer
 from core.operator_key import OperatorKey
 from core.policy import DUPLICATE_KIND, OWN_FILES_KIND, DefaultPolicy, Policy
 from core.records import ApprovalView, RunView, StepView
 from core.store import Store
 from core.tools import CompiledTool, SideEffect, Tool
+
+if TYPE_CHECKING:
+    from core.observe import Observer
 
 
 def _new_approval_id() -> str:
