@@ -220,9 +220,10 @@ def export_command(args: Any, say: Callable[[Any, dict[str, object], str], None]
         if not valid_url(args.otlp):
             raise TelemetryFailed(f"{args.otlp!r} is not an http:// or https:// URL")
         with Store.open(paths.database_path(), create=False, readonly=True) as store:
-            if args.runs:
-                _known_runs(store, args.runs)
-            sent = export_stored(store, otlp(args.otlp), args.runs)
+            runs = list(dict.fromkeys(args.runs)) if args.runs else None  # each run once
+            if runs:
+                _known_runs(store, runs)
+            sent = export_stored(store, otlp(args.otlp), runs)
     except (SignoffError, OSError) as e:
         message = f"cannot export: {e} [{type(e).__name__}]"
         say(args, {"ok": False, "error": type(e).__name__, "message": str(e)}, message)

@@ -10,7 +10,8 @@ Rules:
 1. The table is parsed here (``parse``): ``otlp`` is an ``http://`` or ``https://`` URL with a
    host; any other key or value is a ``ConfigError`` naming the line. Without the table nothing
    of OpenTelemetry is loaded (``start`` imports core/telemetry.py only when configured), so a
-   proxy without telemetry starts as fast as before.
+   proxy without telemetry starts as fast as before. Telemetry that cannot start (the SDK
+   missing from an install) is logged, and the proxy serves without it.
 2. ``start`` registers a ``SpanObserver`` on the proxy's store as it starts serving; ``stop``
    gives it ``STOP_WAIT`` seconds to send what is queued as the proxy exits (core/telemetry.py
    rule 1 says what is lost). The endpoint is read at start: a changed one takes effect at the
@@ -19,12 +20,15 @@ Rules:
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from core.store import Store
     from core.telemetry import SpanObserver
+
+log = logging.getLogger(__name__)
 
 STOP_WAIT = 2.0
 EXPORT_TIMEOUT = 2.0  # a request to a down endpoint is given up after this (retries included)
@@ -63,9 +67,13 @@ def valid_url(url: str) -> bool:
 def start(url: str | None, store: Store) -> SpanObserver | None:
     if url is None:
         return None
-    from core import telemetry
+    try:
+        from core import telemetry
 
-    observer = telemetry.SpanObserver(store, telemetry.otlp(url, timeout=EXPORT_TIMEOUT))
+        observer = telemetry.SpanObserver(store, telemetry.otlp(url, timeout=EXPORT_TIMEOUT))
+    except Exception as e:  # a copy never stops the proxy: it serves without one
+        log.error("telemetry to %s not started: %s: %s", url, type(e).__name__, e)
+        return None
     store.observe(observer)
     return observer
 
