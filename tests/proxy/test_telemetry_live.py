@@ -85,3 +85,14 @@ def test_an_endpoint_that_is_down_fails_no_proxied_call(rig: Rig, home: Path) ->
     with rig.store() as store:
         (status,) = store._conn.execute("SELECT status FROM runs").fetchone()
     assert status == "COMPLETED"
+
+
+def test_a_hand_edit_not_accepted_sends_nothing(rig: Rig, home: Path) -> None:
+    """An agent that writes config.toml cannot point the record at an endpoint of its own."""
+    with receiving() as receiver:
+        config = home / "config.toml"
+        config.write_text(config.read_text() + f'\n[telemetry]\notlp = "{receiver.url}"\n')
+        call(rig, "read_note", {})  # the proxy has exited when this returns
+        assert receiver.spans == [] and receiver.requests == 0
+        with rig.store() as store:
+            assert stored_spans(store)  # the run was recorded, and is in no copy
