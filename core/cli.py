@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--run", action="append", metavar="ID", dest="runs", help="export this run (repeatable)"
     )
     p.add_argument("--out", metavar="FILE", help="write to FILE (created 0600), not stdout")
+    p.add_argument("--otlp", metavar="URL", help="send the runs' spans to this OTLP/HTTP traces"
+                   " endpoint instead (e.g. http://127.0.0.1:4318/v1/traces)")  # fmt: skip
     p.set_defaults(func=_export, json=False)
 
     register_proxy_commands(commands)
@@ -237,6 +239,10 @@ def _export(args: argparse.Namespace) -> int:
     from core.export import export_runs
     from core.store import Store
 
+    if args.otlp is not None:  # OpenTelemetry is loaded for this alone (core/telemetry.py)
+        from core.telemetry import export_command
+
+        return export_command(args, _say)
     try:
         with Store.open(paths.database_path(), create=False, readonly=True) as store:
             if args.out is None:

@@ -459,3 +459,8 @@ class OutcomeUnknown(SignoffError):
     For a tool that is neither read-only nor idempotent, the gate then pauses the run on an
     ``interrupted_side_effect`` approval instead of recording a failure that invites a retry.
     """
+
+
+class TelemetryFailed(SignoffError):
+    """The OTLP endpoint did not take the spans (unreachable, or it answered an error). The
+    record is untouched: telemetry is a copy (core/telemetry.py)."""

@@ -53,6 +53,8 @@ class GateParts:
     def __init__(self, config: GateConfig) -> None:
         self.config = config
         self.store = config.store
+        for observer in config.observers:
+            self.store.observe(observer)
         self.owner = f"{config.owner}-{secrets.token_hex(4)}"
         self.tools: dict[str, CompiledTool] = {}
         self.retool(config.tools)

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from core import canonical, chain, private_files
@@ -45,6 +45,9 @@ from core.errors import (
     UnexpectedSchemaObject,
 )
 from core.migrations import LATEST, MIGRATIONS
+
+if TYPE_CHECKING:  # loaded once an observer is registered: no cost for a store without
+    from core.observe import Observer, Relay
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 _EVENT_KIND = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*")
@@ -81,6 +84,21 @@ class Store:
         # event kinds): tests hold every state change to its events and compare transaction
         # boundaries.
         self.trace: list[tuple[str, tuple[str, ...]]] | None = None
+        self.observers: list[Relay] = []  # told of each commit (core/observe.py)
+
+    def observe(self, observer: Observer) -> None:
+        """Tell ``observer`` of every transaction this store commits from now on, after it
+        commits, on a thread of its own (core/observe.py); registering it again changes
+        nothing."""
+        from core.observe import Relay
+
+        if all(relay.observer is not observer for relay in self.observers):
+            self.observers.append(Relay(observer))
+
+    def flush_observers(self, timeout: float = 10.0) -> bool:
+        """Wait, at most ``timeout`` seconds each, until every observer was told of every
+        commit so far; False when one was not."""
+        return all([relay.flush(timeout) for relay in self.observers])
 
     # --- opening ------------------------------------------------------------------------
 
@@ -121,6 +139,8 @@ class Store:
         return cls(path, conn, database_id, busy_timeout)
 
     def close(self) -> None:
+        for relay in self.observers:
+            relay.stop()  # told what is queued, on its own thread
         self._conn.close()
 
     def __enter__(self) -> Store:
@@ -156,6 +176,8 @@ class Store:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        for relay in self.observers:
+            relay.tell(tx.rows)  # committed: never a rollback
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -213,6 +235,7 @@ class Transaction:
         self.conn = store._conn
         self.kinds: list[str] = []  # the kinds of the events appended, in order
         self._head: Head | None = None  # the chain's head as this transaction left it
+        self.rows: list[EventRow] = []  # the events appended, for the store's observers
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> sqlite3.Cursor:
         with _named_sqlite_errors(self._store.path):
@@ -255,6 +278,7 @@ class Transaction:
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+        self.rows.extend(rows)
         self._head = Head(store.database_id, seq, prev)
         return self._head
 

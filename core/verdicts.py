@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from core import canonical, operator_key
 from core.anchor import Anchor
@@ -20,6 +21,9 @@ from core.prices import ModelConfig
 from core.records import ApprovalView, RunView, StepView
 from core.store import Store
 from core.tools import CompiledTool, SideEffect, Tool
+
+if TYPE_CHECKING:
+    from core.observe import Observer
 
 
 def _new_approval_id() -> str:
@@ -85,6 +89,9 @@ class GateConfig:
     # Prices and a token counter (core/prices.py): with it, each open step offers an accounting
     # model caller (``OpenStep.model()``, core/model_calls.py) held to the run's limits.
     model: ModelConfig | None = None
+    # Told, after each commit, of the events the gate's store committed (core/observe.py): a
+    # copy for telemetry (core/telemetry.py); the record stays the chain.
+    observers: Sequence[Observer] = ()
 
     def __post_init__(self) -> None:
         # Zero or less lapses as it is taken and the heartbeat (every TTL/3) never sleeps; not

@@ -27,8 +27,10 @@ HEAVY = ("mcp", "mcp_types", "pydantic", "pydantic_core", "PySide6", "shiboken6"
 # The keyring's packages: for the commands that read the operator key or the kept head only.
 KEYRING = ("keyring", "keyrings", "secretstorage", "jeepney", "cryptography")
 # What serving an MCP host needs none of: the SDK (Signoff speaks JSON-RPC itself, decision
-# 0030), the SDK's types (a plain listing is checked without them), the GUI toolkit.
-NOT_FOR_SERVING = ("mcp", "mcp_types", "pydantic", "pydantic_core", "PySide6", "shiboken6")
+# 0030), the SDK's types (a plain listing is checked without them), the GUI toolkit, and
+# OpenTelemetry unless configured (decision 0061).
+NOT_FOR_SERVING = ("mcp", "mcp_types", "pydantic", "pydantic_core", "PySide6", "shiboken6",
+                   "opentelemetry", "google", "requests")  # fmt: skip
 
 
 def imported(stderr: str) -> set[str]:

@@ -38,6 +38,9 @@ when = '{"type":"object","properties":{"path":{"type":"string","pattern":"^/home
 expires = "2026-12-31T18:00:00Z" # optional: after it the rule does nothing
 note = "my notes"
 destructive = true               # an allow on a destructive tool, confirmed as such
+
+[telemetry]                      # live OpenTelemetry export (core/proxy/telemetry.py)
+otlp = "http://127.0.0.1:4318/v1/traces"
 ```
 
 A call past its timeout, or one the host cancelled, is cancelled at the server
@@ -66,6 +69,7 @@ from core.canonical import JSONValue
 from core.errors import ConfigError, JSONRefused, RuleRefused, TTLRefused
 from core.policy import ConfigPolicy, Rule
 from core.proxy import catalog, remote  # prompts and resources; a remote server's URL and headers
+from core.proxy.telemetry import parse as parse_telemetry
 from core.rules import ArgumentRule
 from core.tools import SideEffect
 
@@ -128,6 +132,7 @@ class Config:
     grant_ttl_seconds: float | None = DEFAULT_GRANT_TTL  # None: never lapses
     notifications: str = NOTIFICATIONS[0]
     result_limit_bytes: int = DEFAULT_RESULT_LIMIT
+    telemetry_otlp: str | None = None  # [telemetry] otlp: where spans go live
 
     def result_limit(self, server: str) -> int:
         """The server's own result limit, else the top-level one."""
@@ -287,7 +292,7 @@ def parse(document: dict[str, Any], where: _Where) -> Config:
     top = {
         "hold_seconds", "duplicate_window_seconds", "call_timeout_seconds",
         "cancel_grace_seconds", "grant_ttl_seconds", "notifications", "policy", "servers",
-        "result_limit_bytes",
+        "result_limit_bytes", "telemetry",
     }  # fmt: skip
     _known(document, top, (), where)
     classes: dict[SideEffect, Rule] = {}
@@ -317,6 +322,7 @@ def parse(document: dict[str, Any], where: _Where) -> Config:
         grant_ttl_seconds=_grant_ttl(document, where),
         notifications=notifications,
         result_limit_bytes=_result_limit(document, (), where) or DEFAULT_RESULT_LIMIT,
+        telemetry_otlp=parse_telemetry(document, where),
     )
 
 

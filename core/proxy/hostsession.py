@@ -59,7 +59,7 @@ from typing import Any
 import anyio
 
 from core.errors import SignoffError, UpstreamRefused
-from core.proxy import answers, asks
+from core.proxy import answers, asks, telemetry
 from core.proxy.config import Config
 from core.proxy.hostline import INVALID_REQUEST, Message
 from core.proxy.resources import METHODS
@@ -392,6 +392,7 @@ async def serve(
         config_path=config_path, rules_problem=rules_problem,
     )  # fmt: skip
     await proxy.spawn()  # the servers boot while the host gets ready to greet
+    spans = telemetry.start(config.telemetry_otlp, store)  # None unless configured
     try:
         # The host's lines are read by Signoff's parser first (core/proxy/hostline.py): a
         # line it refuses is answered by name and never reaches the session.
@@ -408,3 +409,4 @@ async def serve(
     finally:
         with contextlib.suppress(Exception):
             await proxy.close()
+        telemetry.stop(spans, store)

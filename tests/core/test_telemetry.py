@@ -1,0 +1,326 @@
+"""Observers and OpenTelemetry: what the gate committed, told after the commit, as spans."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from core import Decision, approve, transitions
+from core.gate import VerdictOutcome
+from core.limits import Limits
+from core.observe import Committed, Relay
+from core.spans import span_id, trace_id
+from core.store import Store
+from core.telemetry import SpanObserver, readable, stored_spans
+from core.tools import SideEffect
+from tests.core.gatekit import Calls, FakeClock, counter_tool, make_gate, standard_tools
+
+DECISION = "signoff.decision"
+
+
+def spans_by_name(spans: Sequence[ReadableSpan]) -> dict[str, list[ReadableSpan]]:
+    named: dict[str, list[ReadableSpan]] = {}
+    for span in spans:
+        named.setdefault(span.name, []).append(span)
+    return named
+
+
+def run_with_an_approval(store: Store, *, observers: Sequence[Any] = (), clock: Any = None) -> None:
+    """Read (allowed), push (waits, approved, runs), then complete; every decision by the model."""
+    gate = make_gate(store, standard_tools(Calls()), anchor=None, observers=observers, clock=clock)
+    session = gate.begin("run-1", "publish")
+    step = session.step()
+    step.propose(Decision.tool_call("read", {"n": 1}, origin="model"))
+    asyncio.run(step.execute())
+    step = session.step()
+    verdict = step.propose(Decision.tool_call("push", {"n": 2}, origin="model"))
+    assert verdict.outcome == VerdictOutcome.PENDING and verdict.approval
+    approve(store, "run-1", verdict.approval.id, by="op", reason="ok",
+            expected_hash=verdict.approval.request_hash, now=clock and clock())  # fmt: skip
+    session, verdict = gate.attach("run-1")
+    asyncio.run(session.current().execute())
+    session.step().propose(Decision.complete('"done"'))
+
+
+def test_each_kind_of_span_has_its_ids_parent_class_verdict_and_origin(gate_store: Store) -> None:
+    exporter = InMemorySpanExporter()
+    observer = SpanObserver(gate_store, exporter)
+    run_with_an_approval(gate_store, observers=[observer])
+    assert gate_store.flush_observers()
+    named = spans_by_name(exporter.get_finished_spans())
+    assert {k: len(v) for k, v in named.items()} == {
+        "signoff.run": 1, "signoff.step": 3, "signoff.decision": 3,
+        "signoff.approval": 1, "signoff.tool_call": 2,
+    }  # fmt: skip
+    trace = trace_id(gate_store.database_id, "run-1")
+    (run,) = named["signoff.run"]
+    assert run.context.trace_id == trace and run.parent is None
+    assert run.context.span_id == span_id(trace, "run")
+    assert run.attributes["signoff.run.status"] == "COMPLETED"
+    steps = {s.attributes["signoff.step.index"]: s for s in named["signoff.step"]}
+    assert all(s.parent.span_id == run.context.span_id for s in steps.values())  # type: ignore[union-attr]
+    for kind in ("signoff.decision", "signoff.approval", "signoff.tool_call"):
+        for span in named[kind]:
+            assert span.context.trace_id == trace
+            parent = steps[span.attributes["signoff.step.index"]]
+            assert span.parent.span_id == parent.context.span_id  # type: ignore[union-attr]
+    decisions = {d.attributes["signoff.step.index"]: d.attributes for d in named[DECISION]}
+    assert decisions[0]["signoff.decision.origin"] == "model"
+    assert decisions[0]["signoff.verdict"] == "allowed"
+    assert decisions[0]["signoff.tool.side_effect"] == "read_only"
+    assert decisions[0]["signoff.policy.outcome"] == "allow"
+    assert decisions[1]["signoff.verdict"] == "pending"
+    assert decisions[1]["signoff.tool.side_effect"] == "remote_mutation"
+    assert decisions[1]["signoff.policy.outcome"] == "approve"
+    assert decisions[2]["signoff.verdict"] == "ended"
+    assert "signoff.decision.origin" not in decisions[2]  # none named, none exported
+    (approval,) = named["signoff.approval"]
+    assert approval.attributes["signoff.approval.status"] == "approved"
+    assert approval.attributes["signoff.approval.kind"] == "remote_mutation"
+    assert approval.context.span_id == span_id(
+        trace, "approval", approval.attributes["signoff.approval.id"]
+    )
+    tools = {t.attributes["signoff.tool.name"]: t.attributes for t in named["signoff.tool_call"]}
+    assert tools["push"]["signoff.tool.side_effect"] == "remote_mutation"
+    assert tools["push"]["signoff.approval.id"] == approval.attributes["signoff.approval.id"]
+    assert tools["read"]["signoff.tool.status"] == "done"
+    # The live copy is the record's: exporting the store later makes the very same spans.
+    assert sorted(map(_key, exporter.get_finished_spans())) == sorted(
+        _key(readable(s)) for s in stored_spans(gate_store)
+    )
+
+
+def test_a_denial_a_failed_tool_and_a_failed_run_say_so(gate_store: Store) -> None:
+    def broken(args: dict[str, Any]) -> Any:
+        raise RuntimeError("the disk is gone")
+
+    exporter = InMemorySpanExporter()
+    tools = [counter_tool("read", SideEffect.READ_ONLY, Calls(), result=broken)]
+    gate = make_gate(gate_store, tools, anchor=None, observers=[SpanObserver(gate_store, exporter)])
+    session = gate.begin("run-1", "read")
+    step = session.step()
+    assert step.propose(Decision.tool_call("nope", {})).outcome == VerdictOutcome.DENIED
+    step = session.step()
+    step.propose(Decision.tool_call("read", {"n": 1}, origin="plan"))
+    asyncio.run(step.execute())
+    session.step().propose(Decision.fail("gave up", origin="operator"))
+    assert gate_store.flush_observers()
+    named = spans_by_name(exporter.get_finished_spans())
+    decisions = [d.attributes for d in sorted(named[DECISION], key=_step)]
+    assert [d["signoff.verdict"] for d in decisions] == ["denied", "allowed", "ended"]
+    assert [d.get("signoff.decision.origin") for d in decisions] == [None, "plan", "operator"]
+    (tool,) = named["signoff.tool_call"]
+    assert tool.status.status_code == StatusCode.ERROR
+    assert tool.attributes["signoff.tool.status"] == "failed"
+    steps = sorted(named["signoff.step"], key=_step)
+    assert [s.attributes["signoff.step.status"] for s in steps[:2]] == ["failed", "failed"]
+    (run,) = named["signoff.run"]
+    assert run.status.status_code == StatusCode.ERROR and run.status.description
+    assert run.attributes["signoff.run.status"] == "FAILED"
+
+
+def _step(span: ReadableSpan) -> int:
+    return int(str((span.attributes or {})["signoff.step.index"]))
+
+
+def test_a_run_paused_in_one_process_and_resumed_in_another_is_one_trace(home: Path) -> None:
+    path = home / "signoff.db"
+    first, second = InMemorySpanExporter(), InMemorySpanExporter()
+    clock = FakeClock()
+    with Store.open(path) as store:  # the process that began the run and paused
+        observer = SpanObserver(store, first)
+        gate = make_gate(store, standard_tools(Calls()), anchor=None, observers=[observer],
+                         clock=clock)  # fmt: skip
+        session = gate.begin("run-1", "publish")
+        step = session.step()
+        verdict = step.propose(Decision.tool_call("push", {"n": 2}, origin="model"))
+        assert verdict.approval
+        session.close()
+        assert store.flush_observers()
+    with Store.open(path) as operator:  # the operator's process: no telemetry
+        approve(operator, "run-1", verdict.approval.id, by="op", reason="ok",
+                expected_hash=verdict.approval.request_hash)  # fmt: skip
+    with Store.open(path) as store:  # another process resumes it
+        observer = SpanObserver(store, second)
+        gate = make_gate(store, standard_tools(Calls()), anchor=None, observers=[observer],
+                         clock=clock)  # fmt: skip
+        session, _ = gate.attach("run-1")
+        asyncio.run(session.current().execute())
+        session.step().propose(Decision.complete())
+        assert store.flush_observers()
+        everything = sorted(_key(readable(s)) for s in stored_spans(store))
+    before, after = first.get_finished_spans(), second.get_finished_spans()
+    assert [s.name for s in before] == ["signoff.decision"]  # settled: pending
+    assert {s.context.trace_id for s in (*before, *after)} == {trace_id(store.database_id, "run-1")}
+    # Every span exactly once between the two processes, the approval sent by the resumer,
+    # and the run's span starting where the first process began it.
+    assert sorted(_key(s) for s in (*before, *after)) == everything
+    (run,) = spans_by_name(after)["signoff.run"]
+    assert run.start_time == min(s.start_time or 0 for s in (*before, *after))
+
+
+def test_an_observer_is_told_after_the_commit_and_never_of_a_rollback(store: Store) -> None:
+    told: list[tuple[list[str], int]] = []
+
+    def observer(events: Sequence[Committed]) -> None:
+        # Another connection already sees what it is told of: it was committed.
+        with sqlite3.connect(store.path) as other:
+            (count,) = other.execute("SELECT count(*) FROM events").fetchone()
+        told.append(([e.kind for e in events], count))
+
+    store.observe(observer)
+
+    def start(then: Exception | None = None) -> None:
+        with store.transaction() as tx:
+            transitions.start_run(tx, run_id="r", goal="g", limits=Limits(), owner="o",
+                                  expires=0.0, at="2026-11-30T09:00:00.000000Z")  # fmt: skip
+            if then:
+                raise then
+
+    with pytest.raises(RuntimeError):
+        start(RuntimeError("rolled back"))
+    assert store.flush_observers() and told == []
+    start()
+    assert store.flush_observers()
+    assert told == [(["run.started"], 1)]
+
+
+def test_an_observer_that_raises_changes_nothing_in_the_run(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One database copied twice: the same id and genesis, so the two records can be compared
+    # byte for byte.
+    with Store.open(home / "base.db"):
+        pass
+    for name in ("quiet.db", "raising.db"):
+        shutil.copy(home / "base.db", home / name)
+    calls = 0
+
+    def broken(events: Sequence[Committed]) -> None:
+        nonlocal calls
+        calls += 1
+        raise ValueError("the observer is broken")
+
+    records = {}
+    for name, observers in (("quiet.db", []), ("raising.db", [broken])):
+        with Store.open(home / name) as store, caplog.at_level(logging.ERROR):
+            run_with_an_approval(store, observers=observers, clock=FakeClock())
+            assert store.flush_observers()
+            conn = store._conn
+            records[name] = [
+                conn.execute("SELECT * FROM events ORDER BY seq").fetchall(),
+                conn.execute("SELECT * FROM steps ORDER BY run_id, idx").fetchall(),
+                conn.execute("SELECT * FROM approvals ORDER BY id").fetchall(),
+                conn.execute("SELECT id, status, end_reason, result FROM runs").fetchall(),
+            ]
+    assert calls > 5
+    assert records["quiet.db"] == records["raising.db"]
+    logged = [r for r in caplog.records if "the observer is broken" in r.getMessage()]
+    assert len(logged) == 1 and "broken" in logged[0].getMessage()
+
+
+def test_an_unreachable_endpoint_does_not_fail_a_live_run(gate_store: Store) -> None:
+    from core.telemetry import otlp
+
+    observer = SpanObserver(gate_store, otlp("http://127.0.0.1:9/v1/traces", timeout=0.5))
+    run_with_an_approval(gate_store, observers=[observer])
+    run = gate_store._conn.execute("SELECT status FROM runs WHERE id = 'run-1'").fetchone()
+    assert run == ("COMPLETED",)
+
+
+def _key(span: ReadableSpan) -> tuple[Any, ...]:
+    parent = span.parent.span_id if span.parent else None
+    return (span.name, span.context.trace_id, span.context.span_id, parent,
+            span.start_time, span.end_time, tuple(sorted(dict(span.attributes or {}).items())),
+            span.status.status_code == StatusCode.ERROR)  # fmt: skip
+
+
+def test_an_observer_that_blocks_delays_no_commit_and_runs_on_a_thread_of_its_own(
+    gate_store: Store,
+) -> None:
+    entered, release, left = threading.Event(), threading.Event(), threading.Event()
+    threads: set[threading.Thread] = set()
+
+    def blocked(events: Sequence[Committed]) -> None:
+        threads.add(threading.current_thread())
+        if not entered.is_set():  # held on the first commit; were it called inline, the run
+            entered.set()  # would wait here too, and find ``left`` set when it ends
+            release.wait(10)
+            left.set()
+
+    run_with_an_approval(gate_store, observers=[blocked])
+    # The run ended while the observer was still held on the first commit it was told of.
+    assert entered.is_set() and not left.is_set()
+    release.set()
+    assert gate_store.flush_observers()
+    assert threading.current_thread() not in threads and len(threads) == 1
+
+
+def test_an_observer_left_behind_loses_events_counted_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    relay = Relay(lambda events: release.wait(60), size=2)
+    row = (1, "r", None, "run.started", "{}", "2026-11-30T09:00:00.000000Z", "h")
+    with caplog.at_level(logging.ERROR):
+        for _ in range(6):
+            relay.tell([row])
+    release.set()
+    assert relay.flush(10)
+    assert 3 <= relay.dropped <= 4  # two queued, one perhaps taken already, the rest dropped
+    assert len([r for r in caplog.records if "dropped" in r.getMessage()]) == 1
+    relay.stop()
+
+
+def test_a_run_paused_twice_across_three_processes_sends_each_span_once(home: Path) -> None:
+    path, clock = home / "signoff.db", FakeClock()
+    exporters = [InMemorySpanExporter() for _ in range(3)]
+
+    def process(n: int, new_id: str) -> Any:
+        store = Store.open(path)
+        observers = [SpanObserver(store, exporters[n])]
+        gate = make_gate(store, standard_tools(Calls()), anchor=None, observers=observers,
+                         clock=clock, new_id=lambda: new_id)  # fmt: skip
+        return store, gate
+
+    def operator_approves(verdict: Any) -> None:
+        with Store.open(path) as operator:
+            approve(operator, "run-1", verdict.approval.id, by="op",
+                    expected_hash=verdict.approval.request_hash)  # fmt: skip
+
+    store, gate = process(0, "ap-a")
+    session = gate.begin("run-1", "publish twice")
+    verdict = session.step().propose(Decision.tool_call("push", {"n": 1}))
+    session.close()
+    assert store.flush_observers()
+    store.close()
+    operator_approves(verdict)
+    store, gate = process(1, "ap-b")
+    session, _ = gate.attach("run-1")
+    asyncio.run(session.current().execute())
+    verdict = session.step().propose(Decision.tool_call("push", {"n": 2}))
+    session.close()
+    assert store.flush_observers()
+    store.close()
+    operator_approves(verdict)
+    store, gate = process(2, "ap-c")
+    session, _ = gate.attach("run-1")
+    asyncio.run(session.current().execute())
+    session.step().propose(Decision.complete())
+    assert store.flush_observers()
+    everything = sorted(_key(readable(s)) for s in stored_spans(store))
+    store.close()
+    sent = [_key(s) for exporter in exporters for s in exporter.get_finished_spans()]
+    assert sorted(sent) == everything  # each once: the second resumer re-sends no approval
+    assert [s[0] for s in sent].count("signoff.approval") == 2
