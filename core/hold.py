@@ -7,7 +7,9 @@ Rules:
 
 1. Calls on a session are serialised (``core.call_queue``): a call while another is under way
    waits for it, then runs against the state it left; a call that could only wait for itself
-   is refused with ``RunStateError``.
+   is refused with ``RunStateError``. A store's connection belongs to the thread that opened
+   it, so the calls that wait are in practice ``execute`` coroutines of tasks on the session's
+   event loop; a plain call on that thread while such a task's call is under way is refused.
 2. A session that is over refuses every call: with ``RunStateError`` once it paused or ended,
    ``LeaseLost`` once its lease is gone, ``SessionClosed`` after ``close()`` or a failed call.
    A call that fails closes the session (a refusal, ``RunStateError``, ``ApprovalExpired`` or
