@@ -33,7 +33,7 @@ from typing import cast
 from core import canonical
 from core.approvals import approve, reject
 from core.gate import Gate, Session, Verdict
-from core.records import RunView, read_approval, read_run
+from core.records import RunView, pending_approvals, read_run
 from core.store import Store
 from core.testkit.mistakes import (
     MISTAKES,
@@ -101,12 +101,10 @@ async def drive(
         if run.status != "WAITING_FOR_APPROVAL":
             break
         with store.snapshot() as conn:
-            row = conn.execute(
-                "SELECT id FROM approvals WHERE run_id = ? AND status = 'pending'", (run_id,)
-            ).fetchone()
-            approval = None if row is None else read_approval(conn, row[0])
-        if approval is None:
+            waiting = [a for a in pending_approvals(conn) if a.run_id == run_id]
+        if not waiting:
             raise AssertionError(f"run {run_id} waits with no pending approval")
+        approval = waiting[0]
         if approval.kind == "interrupted_side_effect" and not scenario.approve_interrupted:
             reject(store, run_id, approval.id, "operator", "checked: do not repeat")
             break  # a rejection ends the run
