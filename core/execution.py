@@ -57,7 +57,7 @@ async def execute(
     s: Hold, state: StepState, also: Callable[[Transaction, Observation], None] | None
 ) -> Observation:
     """Run exactly the allowed request of the open step (see ``OpenStep.execute``)."""
-    with s._call():
+    async with s._call_async():
         s._check_open(state)
         if not state.allowed or state.request is None or state.tool is None:
             raise RunStateError(f"step {state.index} has no allowed verdict to execute")

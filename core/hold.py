@@ -5,8 +5,11 @@
 
 Rules:
 
-1. Calls on a session are serialised: a call while another is under way raises
-   ``RunStateError``.
+1. Calls on a session are serialised (``core.call_queue``): a call while another is under way
+   waits for it, then runs against the state it left; a call that could only wait for itself
+   is refused with ``RunStateError``. A store's connection belongs to the thread that opened
+   it, so the calls that wait are in practice ``execute`` coroutines of tasks on the session's
+   event loop; a plain call on that thread while such a task's call is under way is refused.
 2. A session that is over refuses every call: with ``RunStateError`` once it paused or ended,
    ``LeaseLost`` once its lease is gone, ``SessionClosed`` after ``close()`` or a failed call.
    A call that fails closes the session (a refusal, ``RunStateError``, ``ApprovalExpired`` or
@@ -26,12 +29,14 @@ Rules:
 
 from __future__ import annotations
 
+import sqlite3
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.call_queue import CallQueue
 from core.errors import (
     ApprovalExpired,
     GateError,
@@ -43,10 +48,13 @@ from core.errors import (
 )
 from core.gate_parts import GateParts
 from core.lease import Holding
-from core.records import ApprovalView, RunView, read_run
+from core.records import ApprovalView, RunView, StepView, read_run, read_steps_from
 from core.store import Transaction
 from core.tools import CompiledTool
 from core.verdicts import Request
+
+# A step in one of these states is never written again by a session.
+FINISHED_STEPS = frozenset({"done", "failed", "denied", "interrupted", "superseded"})
 
 _OVER_ERRORS: dict[str, type[GateError]] = {
     "paused": RunStateError,
@@ -87,7 +95,8 @@ class Hold:
         self.run_id = run_id
         self._over: str | None = None
         self._open: StepState | None = None
-        self._busy = False
+        self._calls = CallQueue(f"the session on run {run_id}")
+        self._steps: dict[int, StepView] | None = None  # kept once Session.input() read them
         self._active_since = gate.config.clock()
         self._heartbeat: Holding | None = None
         self._run = self._read_run() if run is None else run
@@ -145,17 +154,28 @@ class Hold:
 
     @contextmanager
     def _call(self) -> Iterator[None]:
-        """Serialise calls; a failed call (not a refusal) closes the session."""
+        """Serialise calls (waiting for one under way); a failed call (not a refusal) closes the
+        session."""
+        with self._calls.held(), self._serving():
+            yield
+
+    @asynccontextmanager
+    async def _call_async(self) -> AsyncIterator[None]:
+        """``_call`` for a coroutine: waiting for the call under way lets the event loop go on."""
+        async with self._calls.held_async():
+            with self._serving():
+                yield
+
+    @contextmanager
+    def _serving(self) -> Iterator[None]:
+        """One call, its turn taken: refused once over; a failure that is not a refusal closes."""
         if self._over is not None:
             raise _OVER_ERRORS[self._over](
                 f"the session on run {self.run_id} is over ({self._over})"
             )
-        if self._busy:
-            raise RunStateError("another call on this session is under way")
         if self._heartbeat is not None and self._heartbeat.lost.is_set():
             self._finish("lease_lost")
             raise LeaseLost(f"the lease of run {self.run_id} was lost; the session is over")
-        self._busy = True
         try:
             yield
         except LeaseLost:
@@ -166,8 +186,6 @@ class Hold:
         except BaseException:
             self._finish("closed")
             raise
-        finally:
-            self._busy = False
 
     @contextmanager
     def _write(self, *, starts_side_effect: bool = False) -> Iterator[Transaction]:
@@ -192,10 +210,21 @@ class Hold:
                 )
             yield tx
             run = read_run(tx.conn, self.run_id)
+            if self._steps is not None:
+                self._keep_steps(tx.conn)
         if run is not None:
             self._run = run
             if run.status != "RUNNING":
                 self._stop_heartbeat()
+
+    def _keep_steps(self, conn: sqlite3.Connection) -> None:
+        """Re-read, in this session's own write, the steps it can have changed: those not
+        finished and any new one (so ``Session.input()`` needs no read of its own)."""
+        steps = self._steps if self._steps is not None else {}
+        changeable = [i for i, s in steps.items() if s.status not in FINISHED_STEPS]
+        since = min([*changeable, max(steps, default=-1) + 1])
+        for step in read_steps_from(conn, self.run_id, since):
+            steps[step.index] = step
 
     def _active(self, now: datetime) -> float:
         return max(0.0, (now - self._active_since).total_seconds())

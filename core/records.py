@@ -108,6 +108,15 @@ def read_steps(conn: sqlite3.Connection, run_id: str) -> tuple[StepView, ...]:
     return tuple(StepView(*row) for row in rows)
 
 
+def read_steps_from(conn: sqlite3.Connection, run_id: str, first: int) -> tuple[StepView, ...]:
+    """The run's steps from index ``first`` on."""
+    rows = conn.execute(
+        f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? AND idx >= ? ORDER BY idx",
+        (run_id, first),
+    ).fetchall()
+    return tuple(StepView(*row) for row in rows)
+
+
 def read_step(conn: sqlite3.Connection, run_id: str, index: int) -> StepView | None:
     row = conn.execute(
         f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? AND idx = ?", (run_id, index)

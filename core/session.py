@@ -30,12 +30,12 @@ from datetime import datetime
 from core import execution, model_record, proposal, transitions
 from core.canonical import JSONValue
 from core.decisions import Decision
-from core.errors import RunStateError, UnknownRun
+from core.errors import RunStateError
 from core.gate_parts import GateParts
 from core.hold import Hold, StepState
 from core.limits import Finished, exceeded
 from core.model_calls import ModelCaller
-from core.records import RunView, read_run, read_steps
+from core.records import RunView, read_steps
 from core.store import Transaction, format_time
 from core.tools import CompiledTool
 from core.verdicts import Observation, Request, StepInput, Verdict
@@ -105,14 +105,18 @@ class Session(Hold):
         return self._run
 
     def input(self) -> StepInput:
-        with self._store.snapshot() as conn:
-            run = read_run(conn, self.run_id)
-            steps = read_steps(conn, self.run_id)
-        if run is None:
-            raise UnknownRun(f"there is no run {self.run_id}")
-        return StepInput(
-            run=run, steps=steps, step=None if self._open is None else self._open.index
-        )
+        """What an agent deciding now is handed: with a step open, what ``Decide`` receives at
+        it; with none, the run as this session last wrote it and every recorded step. Values,
+        not views: read from the store at the first call only, then kept as this session
+        writes (``core.hold``); no clock is read."""
+        with self._call():
+            if self._steps is None:
+                with self._store.snapshot() as conn:
+                    self._steps = {s.index: s for s in read_steps(conn, self.run_id)}
+            steps = tuple(self._steps[i] for i in sorted(self._steps))
+            return StepInput(
+                run=self._run, steps=steps, step=None if self._open is None else self._open.index
+            )
 
     def close(self) -> None:
         """Release the lease (so another process need not wait for it) and end the session."""
