@@ -19,24 +19,30 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "library.md"
 
 
-def _example() -> tuple[str, str]:
-    """The page's example and what it says the example prints."""
-    found = re.search(r"```python\n(.*?)```\n\nIt prints:\n\n```text\n(.*?)```", PAGE.read_text(),
+def _examples() -> list[tuple[str, str]]:
+    """The page's examples, each with what the page says it prints."""
+    return re.findall(r"```python\n(.*?)```\n\nIt prints:\n\n```text\n(.*?)```", PAGE.read_text(),
                       re.S)  # fmt: skip
-    assert found is not None, "docs/library.md has no example followed by what it prints"
-    return found.group(1), found.group(2)
 
 
-def test_the_library_example_runs_as_written_and_prints_what_the_page_says(capsys) -> None:
-    code, prints = _example()
+def _example() -> tuple[str, str]:
+    """The page's first example (the agent loop) and what it prints."""
+    found = _examples()
+    assert found, "docs/library.md has no example followed by what it prints"
+    return found[0]
+
+
+def test_the_page_has_its_loop_and_its_telemetry_example() -> None:
+    assert len(_examples()) == 2
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["agent-loop", "telemetry"])
+def test_the_library_examples_run_as_written_and_print_what_the_page_says(
+    capsys, which: int
+) -> None:
+    code, prints = _examples()[which]
     exec(compile(code, str(PAGE), "exec"), {"__name__": "__main__"})  # noqa: S102  # our own page
     assert capsys.readouterr().out == prints
-
-
-def test_the_page_keeps_the_places_the_other_parts_fill() -> None:
-    headings = re.findall(r"^## (.+)$", PAGE.read_text(), re.M)
-    assert "Model calls and limits" in headings
-    assert "Telemetry" in headings
 
 
 @pytest.fixture
@@ -60,6 +66,7 @@ def test_the_example_loop_killed_at_each_point_is_resumed_by_another_process(
     scenario = Scenario(
         SideEffect.LOCAL_MUTATION, False, tmp_path / "effects.txt",
         loop=example.agent_loop, render=example.render, tool_name="append",
+        model=example.model_config, limits=example.LIMITS,
         policy_allows=point is CrashPoint.AFTER_ALLOWED,
     )  # fmt: skip
     result = crash_and_resume(scenario, point, Death.SIGKILL, tmp_path)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from core import canonical
 from core.errors import RunLeased
+from core.limits import Limits
 from core.store import Store
 from core.testkit.harness import drive
 from core.testkit.mistakes import LoopMistake
@@ -36,6 +37,8 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--side-effect", required=True)
     parser.add_argument("--loop", default="core.testkit.scenario:until_done")
     parser.add_argument("--render", default=None)
+    parser.add_argument("--model", default=None, help="module:attr of a ModelConfig factory")
+    parser.add_argument("--limits", default=None, help="the run's limits, as JSON")
     parser.add_argument("--tool-name", default="effect")
     parser.add_argument("--run-id", default="run-1")
     parser.add_argument("--inputs", type=Path, default=None, help="append renders here")
@@ -50,6 +53,8 @@ def main(argv: Sequence[str]) -> int:
         SideEffect(args.side_effect), args.idempotent, args.effects,
         approve_interrupted=not args.reject_interrupted, policy_allows=args.policy_allows,
         run_id=args.run_id, loop=args.loop, render=args.render, tool_name=args.tool_name,
+        model=args.model, limits=None if args.limits is None else Limits.from_json(
+            canonical.loads(args.limits)),
     )  # fmt: skip
     crasher = Crasher(CrashPoint(args.crash_at) if args.crash_at else None, _sigkill)
 

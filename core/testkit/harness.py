@@ -85,7 +85,7 @@ async def drive(
     store, run_id = gate.store, scenario.run_id
     loop, render = scenario.the_loop(), scenario.the_render()
     if opened is None:
-        session, verdict = gate.begin(run_id, "write the effect once"), None
+        session, verdict = gate.begin(run_id, "write the effect once", scenario.limits), None
     else:
         session, verdict = opened
     while True:
@@ -194,6 +194,10 @@ def child_args(scenario: Scenario, role: str, workdir: Path, *extra: str) -> lis
             "--ttl", str(CHILD_LEASE_TTL)]  # fmt: skip
     if scenario.render is not None:
         args += ["--render", name_of(scenario.render)]
+    if scenario.model is not None:
+        args += ["--model", name_of(scenario.model)]
+    if scenario.limits is not None:
+        args += ["--limits", canonical.dumps_text(scenario.limits.as_json())]
     if scenario.idempotent:
         args.append("--idempotent")
     if not scenario.approve_interrupted:

@@ -6,6 +6,11 @@ The loop under test is a ``Loop``: an async callable taking the session and the 
 the gate's public API until the session is over (a pending or ended verdict, a terminal tool, a
 limit) and returns; the harness acts as the operator between its calls. For the SIGKILL form the
 child process imports the loop by name, ``"module:attr"``.
+
+A loop that calls a model through ``OpenStep.model()`` names the gate's model configuration in
+``Scenario.model``: a function returning a ``ModelConfig`` (or its ``"module:attr"``), called in
+each process, as the child imports it too; ``Scenario.limits`` are the run's limits. A model
+call's attempt is then part of the record the harness checks (``signoff verify`` rebuilds it).
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from typing import Any
 
 from core.decisions import Decision
 from core.gate import Gate, GateConfig, Session, StepInput, Verdict, VerdictOutcome
+from core.limits import Limits
 from core.policy import ConfigPolicy, DefaultPolicy, Rule
+from core.prices import ModelConfig
 from core.records import read_run
 from core.replay import check_state
 from core.store import Store
@@ -75,6 +82,8 @@ class Scenario:
     loop: str | Loop = "core.testkit.scenario:until_done"
     render: str | Callable[[StepInput], str] | None = None
     tool_name: str = "effect"
+    model: str | Callable[[], ModelConfig] | None = None  # the gate's, for OpenStep.model()
+    limits: Limits | None = None  # the run's, given to Gate.begin
 
     def policy(self) -> ConfigPolicy:
         return (
@@ -97,6 +106,9 @@ class Scenario:
 
     def the_loop(self) -> Loop:
         return resolve(self.loop)  # type: ignore[no-any-return]
+
+    def the_model(self) -> ModelConfig | None:
+        return None if self.model is None else resolve(self.model)()
 
     def the_render(self) -> Callable[[StepInput], str] | None:
         return None if self.render is None else resolve(self.render)
@@ -221,5 +233,6 @@ def check(store: Store, scenario: Scenario) -> dict[str, Any]:
 def gate_for(store: Store, scenario: Scenario, crash: Callable[[CrashPoint], None],
              **config: Any) -> Gate:  # fmt: skip
     return Gate(
-        GateConfig(store=store, tools=[scenario.tool(crash)], policy=scenario.policy(), **config)
-    )
+        GateConfig(store=store, tools=[scenario.tool(crash)], policy=scenario.policy(),
+                   model=scenario.the_model(), **config)
+    )  # fmt: skip

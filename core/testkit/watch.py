@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from core.decisions import Decision
 from core.gate import OpenStep, Session, StepInput, Verdict, VerdictOutcome
+from core.model_calls import ModelCaller
 from core.records import RunView
 from core.testkit.mistakes import IgnoredTheGrant, LoopMistake, ProposedAfterTheEnd
 from core.testkit.scenario import Crasher, CrashPoint
@@ -137,6 +138,11 @@ class WatchedStep:
         if w.grant == self.index:
             w.grant = None
         return await self._step.execute(**kwargs)
+
+    def model(self) -> ModelCaller | None:
+        """The step's accounting model caller, as the gate gives it: its calls are the gate's."""
+        self._watch.live("model()")
+        return self._step.model()
 
     def fail(self, error: str) -> None:
         self._watch.live("fail()")
