@@ -6,12 +6,14 @@ this module, so they make the same spans.
 
 Rules:
 
-1. Five kinds of span, each opened and closed by events of the run:
+1. Six kinds of span, each opened and closed by events of the run:
    ``signoff.run`` (run.started to run.ended), ``signoff.step`` (step.started to step.observed
    or step.interrupted), ``signoff.decision`` (step.decided to the event that settles it: the
    tool's start, an approval asked, the step's observation), ``signoff.approval``
    (approval.requested to approval.decided or approval.closed) and ``signoff.tool_call``
-   (step.tool_started to step.observed or step.interrupted). A run's end closes whatever of it
+   (step.tool_started to step.observed or step.interrupted), and ``signoff.model_call``
+   (model.started to model.answered or model.lost; model.refused is a span of no length, an
+   error: core/model_record.py). A run's end closes whatever of it
    is still open. A span still open (a run waiting on an approval) is not made yet: spans are
    made when they end, whichever process commits their end.
 2. Ids are derived, not random: the trace id from the database id and the run id, each span id
@@ -21,9 +23,11 @@ Rules:
 3. Attributes, all prefixed ``signoff.``: the run, step and approval ids, the decision's kind,
    tool and origin (``signoff.decision.origin``, only when the decision names one; seed 002's
    ``agentrt.decision.origin``), the policy's answer, the verdict (``allowed``, ``pending``,
-   ``denied``, ``ended``), the side-effect class, the call hash, statuses and end reasons.
-   Never a tool's arguments, result or a run's goal: a copy sent away carries no more than it
-   needs.
+   ``denied``, ``ended``), the side-effect class, the call hash, statuses and end reasons; a
+   model call's provider, model, attempt, projection, tokens, cost and whether its usage was
+   reported or counted (an attempt the run's end leaves open says ``unanswered``: charged at
+   its projection). Never a tool's arguments, result, a prompt or a run's goal: a copy sent
+   away carries no more than it needs.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SPAN_KINDS = frozenset({
     "run.started", "run.ended", "step.started", "step.decided", "step.policy",
     "approval.requested", "approval.decided", "approval.closed", "step.tool_started",
-    "step.observed", "step.interrupted",
+    "step.observed", "step.interrupted", "model.started", "model.refused", "model.answered",
+    "model.lost",
 })  # fmt: skip
 
 
@@ -115,6 +120,8 @@ class RunSpans:
         elif kind == "run.ended":
             for key in [k for k in self._open if k != ("run",)][::-1]:  # innermost first
                 verdict: Attributes = {"signoff.verdict": "ended"} if key[0] == "decision" else {}
+                if key[0] == "model":
+                    verdict = {"signoff.model.status": "unanswered"}
                 ended += self._end(key, at, verdict)
             status = str(payload.get("status", ""))
             reason = str(payload.get("reason", ""))
@@ -155,6 +162,8 @@ class RunSpans:
                 attrs["signoff.tool.side_effect"] = self._side_effect[step]
             self._child(("tool", step), "signoff.tool_call", at, attrs, step)
             self._open[("tool", step)].span_id = span_id(self.trace_id, "tool", step, event.seq)
+        elif kind.startswith("model."):
+            ended += self._model(kind, step, at, payload)
         elif kind in ("step.observed", "step.interrupted"):
             status = str(payload.get("status", "interrupted"))
             error = status if status == "failed" else None
@@ -207,6 +216,29 @@ class RunSpans:
         """The step's decision is settled: its verdict is known."""
         return self._end(("decision", step), at, {"signoff.verdict": verdict})
 
+    def _model(self, kind: str, step: int, at: int, payload: dict[str, Any]) -> list[SpanRecord]:
+        """A model call: begun (or refused by projection), then answered or lost."""
+        key = ("model", payload.get("attempt"))
+        if kind in ("model.started", "model.refused"):
+            attrs = _strings(payload, provider="signoff.model.provider",
+                             model="signoff.model.model",
+                             projected_cost="signoff.model.projected_cost")  # fmt: skip
+            attrs |= _numbers(payload, attempt="signoff.model.attempt",
+                              projected_tokens="signoff.model.projected_tokens")  # fmt: skip
+            self._child(key, "signoff.model_call", at, attrs, step)
+            if kind == "model.refused":
+                reason = str(payload.get("reason", ""))
+                return self._end(key, at, {"signoff.model.status": "refused",
+                                           "signoff.model.reason": reason}, reason)  # fmt: skip
+            return []
+        if kind == "model.lost":
+            return self._end(key, at, {"signoff.model.status": "lost"}, "lost")
+        attrs = {"signoff.model.status": "answered"}
+        attrs |= _strings(payload, cost="signoff.model.cost", usage="signoff.model.usage")
+        attrs |= _numbers(payload, tokens_in="signoff.model.tokens_in",
+                          tokens_out="signoff.model.tokens_out")  # fmt: skip
+        return self._end(key, at, attrs)
+
     def _policy(self, step: int, payload: dict[str, Any]) -> list[SpanRecord]:
         request, answer = payload.get("request"), payload.get("decision")
         if isinstance(request, dict) and isinstance(request.get("side_effect"), str):
@@ -226,4 +258,13 @@ def _strings(source: dict[str, Any], **names: str) -> Attributes:
         attribute: source[key]
         for key, attribute in names.items()
         if isinstance(source.get(key), str) and source[key]
+    }
+
+
+def _numbers(source: dict[str, Any], **names: str) -> Attributes:
+    """``source``'s integer fields, under the attribute names given."""
+    return {
+        attribute: source[key]
+        for key, attribute in names.items()
+        if isinstance(source.get(key), int) and not isinstance(source.get(key), bool)
     }

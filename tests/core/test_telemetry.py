@@ -17,9 +17,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from core import Decision, approve, transitions
+from core.errors import ModelLimitReached
 from core.gate import VerdictOutcome
 from core.limits import Limits
 from core.observe import Committed, Relay
+from core.prices import ModelConfig, Prices
 from core.spans import span_id, trace_id
 from core.store import Store
 from core.telemetry import SpanObserver, readable, stored_spans
@@ -128,6 +130,47 @@ def test_a_denial_a_failed_tool_and_a_failed_run_say_so(gate_store: Store) -> No
     (run,) = named["signoff.run"]
     assert run.status.status_code == StatusCode.ERROR and run.status.description
     assert run.attributes["signoff.run.status"] == "FAILED"
+
+
+def test_model_calls_are_spans_answered_lost_unanswered_and_refused(gate_store: Store) -> None:
+    """A step's model calls (core/model_calls.py) are ``signoff.model_call`` spans under their
+    step: tokens, cost and usage when answered; lost and refused as errors; one the run's end
+    leaves open says it was unanswered (charged at its projection). No prompt is sent."""
+    exporter = InMemorySpanExporter()
+    prices = Prices.from_mapping({"p/m": {"input_per_mtok": "1", "output_per_mtok": "2"}})
+    tools = [counter_tool("read", SideEffect.READ_ONLY, Calls())]
+    gate = make_gate(gate_store, tools, anchor=None, model=ModelConfig(prices),
+                     observers=[SpanObserver(gate_store, exporter)])  # fmt: skip
+    session = gate.begin("run-1", "read", Limits(max_tokens=300))
+    step = session.step()
+    caller = step.model()
+    assert caller is not None
+    caller.begin("p", "m", prompt="a secret prompt", max_output_tokens=10).answered(
+        response_text="ok", tokens_in=4, tokens_out=3
+    )
+    caller.begin("p", "m", prompt="again", max_output_tokens=10).lost("timed out")
+    caller.begin("p", "m", prompt="once more", max_output_tokens=10)  # never answered
+    step.propose(Decision.tool_call("read", {"n": 1}))
+    asyncio.run(step.execute())
+    with pytest.raises(ModelLimitReached):
+        session.step().model().begin("p", "m", prompt="big", max_output_tokens=500)  # type: ignore[union-attr]
+    assert gate_store.flush_observers()
+    named = spans_by_name(exporter.get_finished_spans())
+    calls = {c.attributes["signoff.model.attempt"]: c for c in named["signoff.model_call"]}
+    said = {
+        n: (c.attributes["signoff.model.status"], c.status.status_code) for n, c in calls.items()
+    }
+    assert said == {1: ("answered", StatusCode.UNSET), 2: ("lost", StatusCode.ERROR),
+                    3: ("unanswered", StatusCode.UNSET),
+                    4: ("refused", StatusCode.ERROR)}  # fmt: skip
+    first = calls[1].attributes
+    assert (first["signoff.model.tokens_in"], first["signoff.model.tokens_out"]) == (4, 3)
+    assert first["signoff.model.cost"] == "0.00001" and first["signoff.model.usage"] == "reported"
+    assert calls[4].attributes["signoff.model.reason"] == "limit_tokens"
+    steps = {s.attributes["signoff.step.index"]: s.context.span_id for s in named["signoff.step"]}
+    assert {c.parent.span_id for n, c in calls.items() if n < 4} == {steps[0]}  # type: ignore[union-attr]
+    everything = repr([dict(span.attributes or {}) for span in exporter.get_finished_spans()])
+    assert "secret prompt" not in everything
 
 
 def _step(span: ReadableSpan) -> int:
