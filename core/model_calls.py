@@ -30,8 +30,9 @@ Rules:
    caller stays usable after its step ends while the session goes on; its attempts are
    recorded under its step.
 6. A bad description of a call or an answer (no provider, a count that is not a non-negative
-   integer, no text and no output count, an attempt ended twice) raises ``ModelUsageRefused``
-   or ``RunStateError`` before anything is written; the session goes on.
+   integer or is past ``MOST_TOKENS``, no text and no output count, an attempt ended twice)
+   raises ``ModelUsageRefused`` or ``RunStateError`` before anything is written; the session
+   goes on.
 """
 
 from __future__ import annotations
@@ -42,12 +43,17 @@ from datetime import datetime
 from decimal import Decimal
 
 from core import model_record, transitions
+from core.canonical import MAX_SAFE_INTEGER
 from core.errors import ModelLimitReached, ModelUsageRefused, RunStateError
 from core.hold import Hold
 from core.limits import Spent, spending_exceeded
 from core.model_record import Asked
 from core.prices import ModelConfig, TokenCounter
 from core.store import Transaction, format_time
+
+# The most tokens one count may be: a call's projection (prompt + output) stays an integer the
+# record holds exactly (core/canonical.py: at most 2^53 - 1).
+MOST_TOKENS = MAX_SAFE_INTEGER // 2
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class Usage:
 def _count(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ModelUsageRefused(f"{what} must be an integer of 0 or more, not {value!r}")
+    if value > MOST_TOKENS:
+        raise ModelUsageRefused(f"{what} must be at most {MOST_TOKENS}, not {value}")
     return value
 
 

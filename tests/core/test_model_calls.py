@@ -30,7 +30,7 @@ from core.errors import (
 )
 from core.gate import Gate, Session, VerdictOutcome
 from core.limits import Limits
-from core.model_calls import ModelCaller
+from core.model_calls import MOST_TOKENS, ModelCaller
 from core.prices import HeuristicCounter, ModelConfig, Prices
 from core.replay import check_state
 from core.store import Store
@@ -347,6 +347,35 @@ def test_an_answer_without_usage_is_counted_and_says_so(gate_store: Store) -> No
         caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=50).answered()
     with pytest.raises(ModelUsageRefused):
         caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=-1)
+    _intact(gate_store)
+
+
+def test_a_count_too_large_for_the_record_is_refused_by_name_and_the_session_goes_on(
+    gate_store: Store,
+) -> None:
+    """A counter, a provider or a loop giving a count past what the record holds exactly (an
+    integer beyond 2^53 - 1) is a bad description of the call: refused before anything is
+    written, not a failed call that closes the session with the attempt left charged."""
+
+    class Huge:
+        def count(self, text: str) -> int:
+            return 2**60
+
+    huge = MOST_TOKENS + 1
+    s = _gate(gate_store).begin("r", "goal", None)
+    caller = _caller(s)
+    with pytest.raises(ModelUsageRefused):
+        caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=huge)
+    attempt = caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=MOST_TOKENS)
+    with pytest.raises(ModelUsageRefused):
+        attempt.answered(tokens_in=10, tokens_out=huge)
+    attempt.answered(tokens_in=10, tokens_out=MOST_TOKENS)
+    counting = _gate(gate_store, model=ModelConfig(Prices.from_mapping(PRICES), counter=Huge()))
+    t = counting.begin("t", "goal", None)
+    with pytest.raises(ModelUsageRefused):
+        _caller(t).begin("acme", "small", prompt=PROMPT, max_output_tokens=1)
+    assert s.run().status == t.run().status == "RUNNING"  # both sessions go on
+    assert [r[1] for r in _rows(gate_store)] == ["answered"]
     _intact(gate_store)
 
 
