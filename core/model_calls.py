@@ -48,7 +48,7 @@ from core.errors import ModelLimitReached, ModelUsageRefused, RunStateError
 from core.hold import Hold
 from core.limits import Spent, spending_exceeded
 from core.model_record import Asked
-from core.prices import ModelConfig, TokenCounter
+from core.prices import EXACT, ModelConfig, TokenCounter
 from core.store import Transaction, format_time
 
 # The most tokens one count may be: a call's projection (prompt + output) stays an integer the
@@ -106,7 +106,7 @@ class ModelCaller:
             with s._write(starts_side_effect=True) as tx:
                 used = model_record.spent(tx.conn, s.run_id)
                 projected = asked.projected
-                after = Spent(used.tokens + projected.tokens, used.cost + projected.cost)
+                after = Spent(used.tokens + projected.tokens, EXACT.add(used.cost, projected.cost))
                 reason = spending_exceeded(s._run.limits, after, projected=True)
                 attempt = model_record.next_attempt(tx.conn, s.run_id)
                 model_record.start(tx, s.run_id, self.step, attempt, asked, refused=reason, at=at)

@@ -12,7 +12,7 @@ import json
 import sqlite3
 import subprocess
 import sys
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from pathlib import Path
 
 import pytest
@@ -169,11 +169,33 @@ def test_a_model_with_no_price_is_refused_and_nothing_is_recorded_or_charged(
         {"input_per_mtok": True, "output_per_mtok": "15"},
         {"input_per_mtok": "3"},
         {"input_per_mtok": "3", "output_per_mtok": "15", "currency": "EUR"},
+        {"input_per_mtok": "1e999999", "output_per_mtok": "15"},  # a million digits written
+        {"input_per_mtok": "1e-999999", "output_per_mtok": "15"},
+        {"input_per_mtok": "1e18", "output_per_mtok": "15"},
+        {"input_per_mtok": "0.0000000000000000001", "output_per_mtok": "15"},
     ],
 )
 def test_a_price_that_is_not_an_exact_amount_is_refused(entry: dict[str, object]) -> None:
     with pytest.raises(PriceRefused):
         Prices.from_mapping({"acme/small": entry})
+
+
+def test_costs_are_exact_however_many_digits_a_price_has(gate_store: Store) -> None:
+    """Python's default decimal context rounds at 28 digits; a cost, a projection and what a
+    run spent never do, for any price the configuration accepts."""
+    long_price = "3.123456789012345678"
+    assert Prices.from_mapping({"acme/small": {"input_per_mtok": "1e3", "output_per_mtok": 0}})
+    config = ModelConfig(Prices.from_mapping(
+        {"acme/small": {"input_per_mtok": long_price, "output_per_mtok": long_price}}))  # fmt: skip
+    s = _gate(gate_store, model=config).begin("r", "goal", Limits(max_cost="1e17"))
+    tokens = 123_456_789_012
+    with localcontext() as wide:
+        wide.prec = 100
+        exact = Decimal(long_price) * tokens * 2 / 1_000_000
+    attempt = _caller(s).begin("acme", "small", prompt="", max_output_tokens=tokens)
+    assert attempt.answered(tokens_in=tokens, tokens_out=tokens).cost == exact
+    assert gate_store._conn.execute("SELECT cost FROM model_calls").fetchone() == (str(exact),)
+    _intact(gate_store)
 
 
 def test_prices_are_read_from_the_operators_toml() -> None:
