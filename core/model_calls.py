@@ -19,8 +19,11 @@ Rules:
    the loop must send nothing. Otherwise the attempt is recorded as started, committed, before
    ``begin`` returns: only then may the loop send.
 3. ``answered`` records the usage the provider reported; a count it did not report is made by
-   the counter (input: the prompt's count; output: the response text's), and the usage is
-   recorded as ``counted`` or ``partly counted``. The cost is computed at the attempt's price,
+   the counter (input: the prompt's count; output: the response text's, at most
+   ``max_output_tokens``), and the usage is recorded as ``counted`` or ``partly counted``. A
+   reported output past ``max_output_tokens`` cannot be believed (seed 000: fail closed) and is
+   refused by rule 6: the provider could not have answered more, and a run's limit would be
+   passed by an answer the projection held it to. The cost is computed at the attempt's price,
    exactly. ``lost(reason)`` records that no answer will come.
 4. An attempt not answered stays charged at its projection: lost, or never ended because the
    process died or the session ended before the answer (the answer is then refused with the
@@ -161,12 +164,18 @@ class ModelAttempt:
         counter = self._caller._config.counter
         if tokens_out is None and not isinstance(response_text, str):
             raise ModelUsageRefused("an answer needs its text or its output tokens")
+        most = self.asked.max_output_tokens
         got_in = self.asked.prompt_tokens if tokens_in is None else _count(tokens_in, "tokens_in")
-        got_out = (
-            _counted(counter, response_text, "the response")  # type: ignore[arg-type]
-            if tokens_out is None
-            else _count(tokens_out, "tokens_out")
-        )
+        if tokens_out is None:  # an estimate: no more than the call could answer
+            text = response_text if isinstance(response_text, str) else ""
+            got_out = min(most, _counted(counter, text, "the response"))
+        elif _count(tokens_out, "tokens_out") > most:
+            raise ModelUsageRefused(
+                f"tokens_out {tokens_out} is more than the {most} the call allowed: usage that"
+                " cannot be believed (the attempt stays charged at its projection)"
+            )
+        else:
+            got_out = tokens_out
         counted = (tokens_in is None) + (tokens_out is None)
         usage = Usage(got_in, got_out, self.asked.price.cost(got_in, got_out),
                       ("reported", "partly counted", "counted")[counted])  # fmt: skip

@@ -372,6 +372,28 @@ def test_an_answer_without_usage_is_counted_and_says_so(gate_store: Store) -> No
     _intact(gate_store)
 
 
+@pytest.mark.guarantee("G-MODEL-1")
+def test_an_answer_of_more_output_than_the_call_allowed_cannot_pass_the_limit(
+    gate_store: Store,
+) -> None:
+    """Projected at 10 + 50 under a limit of 60, a call cannot be recorded as having answered
+    more than the 50 it allowed: reported, that is usage that cannot be believed (refused, the
+    attempt still charged at its projection); counted from the text, the estimate is capped."""
+    s = _gate(gate_store).begin("r", "goal", Limits(max_tokens=120))
+    caller = _caller(s)
+    reported = caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=50)
+    with pytest.raises(ModelUsageRefused, match="cannot be believed"):
+        reported.answered(tokens_in=10, tokens_out=500)
+    reported.lost("its usage could not be believed")
+    counted = caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=50)
+    assert counted.answered(response_text="x" * 2000).tokens_out == 50  # 500 by the estimate
+    assert [r[1:5] for r in _rows(gate_store)] == [("lost", 60, None, None),
+                                                   ("answered", 60, 10, 50)]  # fmt: skip
+    with pytest.raises(ModelLimitReached):  # 120 spent: not one token more
+        caller.begin("acme", "small", prompt="", max_output_tokens=1)
+    _intact(gate_store)
+
+
 def test_a_count_too_large_for_the_record_is_refused_by_name_and_the_session_goes_on(
     gate_store: Store,
 ) -> None:
