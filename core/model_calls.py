@@ -19,8 +19,11 @@ Rules:
    the loop must send nothing. Otherwise the attempt is recorded as started, committed, before
    ``begin`` returns: only then may the loop send.
 3. ``answered`` records the usage the provider reported; a count it did not report is made by
-   the counter (input: the prompt's count; output: the response text's), and the usage is
-   recorded as ``counted`` or ``partly counted``. The cost is computed at the attempt's price,
+   the counter (input: the prompt's count; output: the response text's, at most
+   ``max_output_tokens``), and the usage is recorded as ``counted`` or ``partly counted``. A
+   reported output past ``max_output_tokens`` cannot be believed (seed 000: fail closed) and is
+   refused by rule 6: the provider could not have answered more, and a run's limit would be
+   passed by an answer the projection held it to. The cost is computed at the attempt's price,
    exactly. ``lost(reason)`` records that no answer will come.
 4. An attempt not answered stays charged at its projection: lost, or never ended because the
    process died or the session ended before the answer (the answer is then refused with the
@@ -30,8 +33,9 @@ Rules:
    caller stays usable after its step ends while the session goes on; its attempts are
    recorded under its step.
 6. A bad description of a call or an answer (no provider, a count that is not a non-negative
-   integer, no text and no output count, an attempt ended twice) raises ``ModelUsageRefused``
-   or ``RunStateError`` before anything is written; the session goes on.
+   integer or is past ``MOST_TOKENS``, no text and no output count, an attempt ended twice)
+   raises ``ModelUsageRefused`` or ``RunStateError`` before anything is written; the session
+   goes on.
 """
 
 from __future__ import annotations
@@ -42,12 +46,17 @@ from datetime import datetime
 from decimal import Decimal
 
 from core import model_record, transitions
+from core.canonical import MAX_SAFE_INTEGER
 from core.errors import ModelLimitReached, ModelUsageRefused, RunStateError
 from core.hold import Hold
 from core.limits import Spent, spending_exceeded
 from core.model_record import Asked
-from core.prices import ModelConfig, TokenCounter
+from core.prices import EXACT, ModelConfig, TokenCounter
 from core.store import Transaction, format_time
+
+# The most tokens one count may be: a call's projection (prompt + output) stays an integer the
+# record holds exactly (core/canonical.py: at most 2^53 - 1).
+MOST_TOKENS = MAX_SAFE_INTEGER // 2
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,8 @@ class Usage:
 def _count(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ModelUsageRefused(f"{what} must be an integer of 0 or more, not {value!r}")
+    if value > MOST_TOKENS:
+        raise ModelUsageRefused(f"{what} must be at most {MOST_TOKENS}, not {value}")
     return value
 
 
@@ -98,7 +109,7 @@ class ModelCaller:
             with s._write(starts_side_effect=True) as tx:
                 used = model_record.spent(tx.conn, s.run_id)
                 projected = asked.projected
-                after = Spent(used.tokens + projected.tokens, used.cost + projected.cost)
+                after = Spent(used.tokens + projected.tokens, EXACT.add(used.cost, projected.cost))
                 reason = spending_exceeded(s._run.limits, after, projected=True)
                 attempt = model_record.next_attempt(tx.conn, s.run_id)
                 model_record.start(tx, s.run_id, self.step, attempt, asked, refused=reason, at=at)
@@ -153,12 +164,18 @@ class ModelAttempt:
         counter = self._caller._config.counter
         if tokens_out is None and not isinstance(response_text, str):
             raise ModelUsageRefused("an answer needs its text or its output tokens")
+        most = self.asked.max_output_tokens
         got_in = self.asked.prompt_tokens if tokens_in is None else _count(tokens_in, "tokens_in")
-        got_out = (
-            _counted(counter, response_text, "the response")  # type: ignore[arg-type]
-            if tokens_out is None
-            else _count(tokens_out, "tokens_out")
-        )
+        if tokens_out is None:  # an estimate: no more than the call could answer
+            text = response_text if isinstance(response_text, str) else ""
+            got_out = min(most, _counted(counter, text, "the response"))
+        elif _count(tokens_out, "tokens_out") > most:
+            raise ModelUsageRefused(
+                f"tokens_out {tokens_out} is more than the {most} the call allowed: usage that"
+                " cannot be believed (the attempt stays charged at its projection)"
+            )
+        else:
+            got_out = tokens_out
         counted = (tokens_in is None) + (tokens_out is None)
         usage = Usage(got_in, got_out, self.asked.price.cost(got_in, got_out),
                       ("reported", "partly counted", "counted")[counted])  # fmt: skip

@@ -32,7 +32,7 @@ from typing import Any
 from core.canonical import JSONValue
 from core.errors import StateDisagrees
 from core.limits import Spent
-from core.prices import Price, text_of
+from core.prices import EXACT, Price, text_of
 from core.store import Transaction
 
 KINDS = frozenset({"model.started", "model.refused", "model.answered", "model.lost"})
@@ -68,10 +68,10 @@ def spent(conn: sqlite3.Connection, run_id: str) -> Spent:
     ):
         if status == "answered":
             tokens += tokens_in + tokens_out
-            cost += Decimal(paid)
+            cost = EXACT.add(cost, Decimal(paid))
         else:
             tokens += projected_tokens
-            cost += Decimal(projected_cost)
+            cost = EXACT.add(cost, Decimal(projected_cost))
     return Spent(tokens, cost)
 
 

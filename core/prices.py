@@ -8,8 +8,10 @@ Rules:
    (provider, model) with no price raises ``UnknownPrice``; a cost is never guessed, nor taken
    as zero (``$0.00`` reads as "free", not as "unknown").
 2. A price is an exact amount per million tokens, one for input and one for output: a decimal
-   text (``"3.00"``) or an integer. A float (inexact), a negative or non-finite amount, or an
-   unknown field is refused (``PriceRefused``). Costs are ``Decimal``, exact: never a float.
+   text (``"3.00"``) or an integer. A float (inexact), a negative or non-finite amount, one of
+   10^18 or more or with more than 18 decimal places (``"1e999999"`` would be a million
+   digits in the record), or an unknown field is refused (``PriceRefused``). Costs are
+   ``Decimal``, exact: never a float, and computed in ``EXACT``, which never rounds.
 3. A price's key is ``"provider/model"``: the provider is the text before the first ``/``, the
    model the rest (a model's own name may hold ``/``).
 4. ``HeuristicCounter`` estimates tokens as ceil(UTF-8 bytes / 4). It is an estimate, used when
@@ -22,12 +24,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, DecimalException, Inexact, InvalidOperation, Overflow
 from typing import Any, Protocol
 
 from core.errors import PriceRefused, UnknownPrice
 
 MILLION = Decimal(1_000_000)
+DIGITS = 18  # an amount is below 10^18, to at most 18 decimal places (rule 2)
+# Cost arithmetic: bounded amounts times counts below 2^53 stay far inside this precision, and
+# a rounding would raise rather than change a figure (the default context rounds at 28 digits).
+EXACT = Context(prec=100, traps=[Inexact, InvalidOperation, Overflow])
 _PRICE_FIELDS = frozenset({"input_per_mtok", "output_per_mtok"})
 
 
@@ -42,12 +48,20 @@ def amount(value: object, what: str) -> Decimal:
         raise PriceRefused(f"{what} is not a number: {value!r}") from None
     if not exact.is_finite() or exact < 0:
         raise PriceRefused(f"{what} must be a finite amount of 0 or more, not {value!r}")
+    try:
+        places = -int(EXACT.normalize(exact).as_tuple().exponent) if exact else 0  # finite: int
+        fine = not exact or (exact.adjusted() < DIGITS and places <= DIGITS)
+    except DecimalException:  # more digits than EXACT holds
+        fine = False
+    if not fine:
+        raise PriceRefused(f"{what} must be below 10^{DIGITS}, to at most {DIGITS} decimal"
+                           f" places, not {value!r}")  # fmt: skip
     return exact
 
 
 def text_of(value: Decimal) -> str:
     """The one text form of an amount in the record: plain digits, no exponent."""
-    return format(value.normalize(), "f") if value else "0"
+    return format(EXACT.normalize(value), "f") if value else "0"
 
 
 @dataclass(frozen=True)
@@ -58,7 +72,9 @@ class Price:
     output_per_mtok: Decimal
 
     def cost(self, tokens_in: int, tokens_out: int) -> Decimal:
-        return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / MILLION
+        paid = EXACT.add(EXACT.multiply(tokens_in, self.input_per_mtok),
+                         EXACT.multiply(tokens_out, self.output_per_mtok))  # fmt: skip
+        return EXACT.divide(paid, MILLION)
 
     def as_json(self) -> dict[str, str]:
         return {"input_per_mtok": text_of(self.input_per_mtok),

@@ -20,11 +20,17 @@ Rules:
    sends none; every other span was ended by a gate, which sent it if it exports.
 3. ``export_stored`` sends every ended span of the stored runs (``signoff export --otlp``), and
    raises ``TelemetryFailed`` naming the exporter's error when the endpoint does not take them.
+4. An export is given up after its timeout and a grace (``Bounded``): the OTLP exporter's own
+   timeout bounds each read of the answer, not the whole of it, so an endpoint answering a
+   byte at a time would hold ``signoff export --otlp``, or the live observer, for as long as it
+   likes. The request given up is left to end on a thread of its own; while it has not, the
+   next export is refused rather than a second request stuck beside it.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,9 +56,47 @@ EXPORT_TIMEOUT = 5.0  # seconds an OTLP request may take, retries included
 BATCH = 512  # spans per request
 
 
-def otlp(url: str, timeout: float = EXPORT_TIMEOUT) -> OTLPSpanExporter:
-    """An OTLP/HTTP (protobuf) exporter to ``url``, e.g. ``http://127.0.0.1:4318/v1/traces``."""
-    return OTLPSpanExporter(endpoint=url, timeout=timeout)
+GRACE = 2.0  # seconds past its timeout before an export is given up (rule 4)
+
+
+def otlp(url: str, timeout: float = EXPORT_TIMEOUT) -> Bounded:
+    """An OTLP/HTTP (protobuf) exporter to ``url``, e.g. ``http://127.0.0.1:4318/v1/traces``,
+    given up ``GRACE`` seconds past its timeout (rule 4)."""
+    return Bounded(OTLPSpanExporter(endpoint=url, timeout=timeout), timeout + GRACE)
+
+
+class Bounded(SpanExporter):
+    """An exporter whose ``export`` returns within ``wait`` seconds, or raises
+    ``TelemetryFailed`` (rule 4)."""
+
+    def __init__(self, exporter: SpanExporter, wait: float) -> None:
+        self.exporter = exporter
+        self.wait = wait
+        self._stuck: threading.Thread | None = None
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._stuck is not None and self._stuck.is_alive():
+            raise TelemetryFailed("the endpoint has not yet answered an export given up")
+        outcome: list[SpanExportResult | Exception] = []
+
+        def send() -> None:
+            try:
+                outcome.append(self.exporter.export(spans))
+            except Exception as e:
+                outcome.append(e)
+
+        thread = threading.Thread(target=send, name="signoff-otlp-export", daemon=True)
+        thread.start()
+        thread.join(self.wait)
+        if not outcome:
+            self._stuck = thread
+            raise TelemetryFailed(f"the endpoint did not answer within {self.wait:g} seconds")
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        return outcome[0]
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
 
 
 def readable(span: SpanRecord) -> ReadableSpan:

@@ -6,7 +6,9 @@ it) and keeps its spans, flattened, with their resource's attributes.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -108,3 +110,31 @@ def receiving() -> Iterator[Receiver]:
     finally:
         receiver.server.shutdown()
         receiver.server.server_close()
+
+
+@contextmanager
+def trickling() -> Iterator[str]:
+    """An endpoint that reads the request, then answers a byte at a time, never finishing: each
+    read of its answer is quick, the whole of it never comes. Yields its URL."""
+    server = socket.create_server(("127.0.0.1", 0))
+    over = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.recv(1 << 20)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+            while not over.wait(0.05):
+                conn.sendall(b"x")
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/v1/traces"
+    finally:
+        over.set()
+        server.close()

@@ -19,8 +19,8 @@ class RendersDiffer(LoopMistake):
 
 
 class ProposedAfterTheEnd(LoopMistake):
-    """The loop went on calling (a step, a proposal, an execute) after its session was over: the
-    run paused or reached a terminal step."""
+    """The loop went on calling (a step, a proposal, an execute, a model) after its session was
+    over: the run paused or reached a terminal step."""
 
 
 class IgnoredTheGrant(LoopMistake):

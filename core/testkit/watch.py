@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from core.decisions import Decision
 from core.gate import OpenStep, Session, StepInput, Verdict, VerdictOutcome
-from core.model_calls import ModelCaller
+from core.model_calls import ModelAttempt, ModelCaller
 from core.records import RunView
 from core.testkit.mistakes import IgnoredTheGrant, LoopMistake, ProposedAfterTheEnd
 from core.testkit.scenario import Crasher, CrashPoint
@@ -139,12 +139,30 @@ class WatchedStep:
             w.grant = None
         return await self._step.execute(**kwargs)
 
-    def model(self) -> ModelCaller | None:
-        """The step's accounting model caller, as the gate gives it: its calls are the gate's."""
+    def model(self) -> WatchedCaller | None:
+        """The step's accounting model caller, its calls the gate's, watched as the step is."""
         self._watch.live("model()")
-        return self._step.model()
+        caller = self._step.model()
+        return None if caller is None else WatchedCaller(self._watch, caller)
 
     def fail(self, error: str) -> None:
         self._watch.live("fail()")
         self._not_the_grant("fail()")
         self._step.fail(error)
+
+
+class WatchedCaller:
+    """A step's ``ModelCaller`` as the loop sees it: a call begun once the session is over is
+    the loop's mistake too (the gate refuses it; a loop that swallows the refusal is named)."""
+
+    def __init__(self, watch: Watch, caller: ModelCaller) -> None:
+        self._watch = watch
+        self._caller = caller
+        self.step = caller.step
+
+    def begin(
+        self, provider: str, model: str, *, prompt: str, max_output_tokens: int
+    ) -> ModelAttempt:
+        self._watch.live("model().begin()")
+        return self._caller.begin(provider, model, prompt=prompt,
+                                  max_output_tokens=max_output_tokens)  # fmt: skip

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from core.store import Store
 from core.testkit import Crash, Crasher, CrashPoint, Scenario, check, drive, gate_for
+from core.testkit.harness import child_args, wait_for_the_lease_to_expire
 from core.tools import SideEffect
 from tests.core.gatekit import check_completeness, check_consistency
 
@@ -109,31 +108,6 @@ def test_an_operator_who_rejects_the_repeat_ends_the_run_with_nothing_run_again(
     assert found["effects"] == (1 if point == CrashPoint.TOOL_DONE else 0)
 
 
-def _child(role: str, tmp_path: Path, scenario: Scenario, *extra: str) -> list[str]:
-    args = [sys.executable, "-m", "core.testkit", role, "--db", str(tmp_path / "signoff.db"),
-            "--effects", str(scenario.effects), "--side-effect", scenario.side_effect.value,
-            "--ttl", "0.6"]  # fmt: skip
-    if scenario.idempotent:
-        args.append("--idempotent")
-    if not scenario.approve_interrupted:
-        args.append("--reject-interrupted")
-    if scenario.policy_allows:
-        args.append("--policy-allows")
-    return [*args, *extra]
-
-
-def _wait_for_the_lease_to_expire(db: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        with Store.open(db) as store:
-            row = store._conn.execute("SELECT status, lease_expires_at FROM runs").fetchone()
-        # A waiting run carries a lease too while a grant attached to it is about to run.
-        if row[1] is None or row[1] < time.time():
-            return
-        time.sleep(0.05)
-    raise AssertionError("the dead process's lease never expired")
-
-
 @pytest.mark.slow
 @pytest.mark.guarantee("G-CRASH-1")
 @pytest.mark.parametrize(("kind", "point"), CASES)
@@ -141,11 +115,11 @@ def test_a_process_killed_at_each_point_is_resumed_by_another(
     tmp_path: Path, kind: str, point: CrashPoint
 ) -> None:
     scenario = _scenario(tmp_path, kind)
-    crashed = subprocess.run(_child("crash", tmp_path, scenario, "--crash-at", point.value),
+    crashed = subprocess.run(child_args(scenario, "crash", tmp_path, "--crash-at", point.value),
                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert crashed.returncode == -9, crashed.stderr
-    _wait_for_the_lease_to_expire(tmp_path / "signoff.db")
-    resumed = subprocess.run(_child("resume", tmp_path, scenario), capture_output=True,
+    wait_for_the_lease_to_expire(tmp_path / "signoff.db", scenario.run_id)
+    resumed = subprocess.run(child_args(scenario, "resume", tmp_path), capture_output=True,
                              text=True, timeout=60, check=False)  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     with Store.open(tmp_path / "signoff.db") as store:
@@ -162,13 +136,13 @@ def test_two_processes_racing_to_resume_one_expired_run_one_wins(tmp_path: Path)
         d.mkdir()
         scenario = _scenario(d, "mutating")
         crashed = subprocess.run(
-            _child("crash", d, scenario, "--crash-at", CrashPoint.AFTER_STEP.value),
+            child_args(scenario, "crash", d, "--crash-at", CrashPoint.AFTER_STEP.value),
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert crashed.returncode == -9, crashed.stderr
-        _wait_for_the_lease_to_expire(d / "signoff.db")
+        wait_for_the_lease_to_expire(d / "signoff.db", scenario.run_id)
         racers = [
-            subprocess.Popen(_child("resume", d, scenario, "--hold"), stdin=subprocess.PIPE,
+            subprocess.Popen(child_args(scenario, "resume", d, "--hold"), stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(2)
         ]  # fmt: skip

@@ -12,7 +12,7 @@ import json
 import sqlite3
 import subprocess
 import sys
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,7 @@ from core.errors import (
 )
 from core.gate import Gate, Session, VerdictOutcome
 from core.limits import Limits
-from core.model_calls import ModelCaller
+from core.model_calls import MOST_TOKENS, ModelCaller
 from core.prices import HeuristicCounter, ModelConfig, Prices
 from core.replay import check_state
 from core.store import Store
@@ -169,11 +169,33 @@ def test_a_model_with_no_price_is_refused_and_nothing_is_recorded_or_charged(
         {"input_per_mtok": True, "output_per_mtok": "15"},
         {"input_per_mtok": "3"},
         {"input_per_mtok": "3", "output_per_mtok": "15", "currency": "EUR"},
+        {"input_per_mtok": "1e999999", "output_per_mtok": "15"},  # a million digits written
+        {"input_per_mtok": "1e-999999", "output_per_mtok": "15"},
+        {"input_per_mtok": "1e18", "output_per_mtok": "15"},
+        {"input_per_mtok": "0.0000000000000000001", "output_per_mtok": "15"},
     ],
 )
 def test_a_price_that_is_not_an_exact_amount_is_refused(entry: dict[str, object]) -> None:
     with pytest.raises(PriceRefused):
         Prices.from_mapping({"acme/small": entry})
+
+
+def test_costs_are_exact_however_many_digits_a_price_has(gate_store: Store) -> None:
+    """Python's default decimal context rounds at 28 digits; a cost, a projection and what a
+    run spent never do, for any price the configuration accepts."""
+    long_price = "3.123456789012345678"
+    assert Prices.from_mapping({"acme/small": {"input_per_mtok": "1e3", "output_per_mtok": 0}})
+    config = ModelConfig(Prices.from_mapping(
+        {"acme/small": {"input_per_mtok": long_price, "output_per_mtok": long_price}}))  # fmt: skip
+    s = _gate(gate_store, model=config).begin("r", "goal", Limits(max_cost="1e17"))
+    tokens = 123_456_789_012
+    with localcontext() as wide:
+        wide.prec = 100
+        exact = Decimal(long_price) * tokens * 2 / 1_000_000
+    attempt = _caller(s).begin("acme", "small", prompt="", max_output_tokens=tokens)
+    assert attempt.answered(tokens_in=tokens, tokens_out=tokens).cost == exact
+    assert gate_store._conn.execute("SELECT cost FROM model_calls").fetchone() == (str(exact),)
+    _intact(gate_store)
 
 
 def test_prices_are_read_from_the_operators_toml() -> None:
@@ -347,6 +369,57 @@ def test_an_answer_without_usage_is_counted_and_says_so(gate_store: Store) -> No
         caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=50).answered()
     with pytest.raises(ModelUsageRefused):
         caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=-1)
+    _intact(gate_store)
+
+
+@pytest.mark.guarantee("G-MODEL-1")
+def test_an_answer_of_more_output_than_the_call_allowed_cannot_pass_the_limit(
+    gate_store: Store,
+) -> None:
+    """Projected at 10 + 50 under a limit of 60, a call cannot be recorded as having answered
+    more than the 50 it allowed: reported, that is usage that cannot be believed (refused, the
+    attempt still charged at its projection); counted from the text, the estimate is capped."""
+    s = _gate(gate_store).begin("r", "goal", Limits(max_tokens=120))
+    caller = _caller(s)
+    reported = caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=50)
+    with pytest.raises(ModelUsageRefused, match="cannot be believed"):
+        reported.answered(tokens_in=10, tokens_out=500)
+    reported.lost("its usage could not be believed")
+    counted = caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=50)
+    assert counted.answered(response_text="x" * 2000).tokens_out == 50  # 500 by the estimate
+    assert [r[1:5] for r in _rows(gate_store)] == [("lost", 60, None, None),
+                                                   ("answered", 60, 10, 50)]  # fmt: skip
+    with pytest.raises(ModelLimitReached):  # 120 spent: not one token more
+        caller.begin("acme", "small", prompt="", max_output_tokens=1)
+    _intact(gate_store)
+
+
+def test_a_count_too_large_for_the_record_is_refused_by_name_and_the_session_goes_on(
+    gate_store: Store,
+) -> None:
+    """A counter, a provider or a loop giving a count past what the record holds exactly (an
+    integer beyond 2^53 - 1) is a bad description of the call: refused before anything is
+    written, not a failed call that closes the session with the attempt left charged."""
+
+    class Huge:
+        def count(self, text: str) -> int:
+            return 2**60
+
+    huge = MOST_TOKENS + 1
+    s = _gate(gate_store).begin("r", "goal", None)
+    caller = _caller(s)
+    with pytest.raises(ModelUsageRefused):
+        caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=huge)
+    attempt = caller.begin("acme", "small", prompt=PROMPT, max_output_tokens=MOST_TOKENS)
+    with pytest.raises(ModelUsageRefused):
+        attempt.answered(tokens_in=10, tokens_out=huge)
+    attempt.answered(tokens_in=10, tokens_out=MOST_TOKENS)
+    counting = _gate(gate_store, model=ModelConfig(Prices.from_mapping(PRICES), counter=Huge()))
+    t = counting.begin("t", "goal", None)
+    with pytest.raises(ModelUsageRefused):
+        _caller(t).begin("acme", "small", prompt=PROMPT, max_output_tokens=1)
+    assert s.run().status == t.run().status == "RUNNING"  # both sessions go on
+    assert [r[1] for r in _rows(gate_store)] == ["answered"]
     _intact(gate_store)
 
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
 
+import pytest
+
+from core.errors import TelemetryFailed
 from core.spans import trace_id
 from core.store import Store
-from core.telemetry import stored_spans
+from core.telemetry import export_stored, otlp, stored_spans
 from tests.conftest import run_signoff
 from tests.core.test_telemetry import run_with_an_approval
-from tests.otlp_receiver import receiving
+from tests.otlp_receiver import receiving, trickling
 
 
 def test_export_otlp_sends_every_ended_span_of_the_stored_runs(store: Store, home: Path) -> None:
@@ -38,6 +42,33 @@ def test_an_unreachable_endpoint_is_named_and_the_export_fails(store: Store, hom
     assert done.returncode == 2
     assert "cannot export: the spans were not taken" in done.stderr
     assert "Connection refused" in done.stderr and "[TelemetryFailed]" in done.stderr
+
+
+def test_an_endpoint_that_answers_a_byte_at_a_time_is_given_up_not_waited_for(
+    store: Store,
+) -> None:
+    """The OTLP exporter's timeout bounds each read, not the whole answer: an endpoint that
+    trickles would hold the export (and ``signoff export --otlp``) for ever."""
+    run_with_an_approval(store)
+    failed: list[BaseException] = []
+    with trickling() as url:
+        exporter = otlp(url, timeout=0.3)
+
+        def export() -> None:
+            try:
+                with Store.open(store.path, create=False, readonly=True) as reader:
+                    export_stored(reader, exporter)
+            except BaseException as e:
+                failed.append(e)
+
+        thread = threading.Thread(target=export, daemon=True)
+        thread.start()
+        thread.join(60)  # a bound on waiting, not a timing claim: it ends well before
+        assert not thread.is_alive(), "the export is still waiting for the endpoint"
+        with pytest.raises(TelemetryFailed, match="has not yet answered"):
+            export_stored(store, exporter)  # the request given up is not doubled
+    assert [type(e) for e in failed] == [TelemetryFailed]
+    assert "did not answer within 2.3 seconds" in str(failed[0])
 
 
 def test_an_unknown_run_or_a_bad_url_is_refused_by_name(store: Store, home: Path) -> None:

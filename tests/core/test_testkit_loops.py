@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.gate import Session, Verdict, VerdictOutcome
+from core.prices import ModelConfig, Prices
 from core.testkit import (
     CrashPoint,
     Death,
@@ -27,6 +28,7 @@ from core.testkit import (
 )
 from core.tools import SideEffect
 from core.verdicts import StepInput
+from tests.core.model_child import PRICES
 
 decide = UntilDone().decide
 
@@ -74,6 +76,28 @@ async def raises(session: Session, verdict: Verdict | None) -> None:
 RENDERS = 0
 
 
+async def models_after_the_end(session: Session, verdict: Verdict | None) -> None:
+    """Keeps its step's model caller, and calls the model once the run is over, hiding the
+    refusal: a call the gate never records, so only the harness can name it."""
+    caller = None
+    if verdict is not None and verdict.outcome == VerdictOutcome.ALLOWED:
+        await session.current().execute()  # type: ignore[union-attr]
+    while not session.done():
+        step = session.step()
+        if step is None:
+            break
+        caller = step.model()
+        if step.propose(decide(session.input())).outcome == VerdictOutcome.ALLOWED:
+            await step.execute()
+    with contextlib.suppress(Exception):  # the broken loop under test
+        assert caller is not None
+        caller.begin("acme", "small", prompt="one more", max_output_tokens=10)
+
+
+def priced() -> ModelConfig:
+    return ModelConfig(Prices.from_mapping(PRICES))
+
+
 def renders_with_a_counter(step: StepInput) -> str:
     """What its model sees depends on more than the record: a count kept in the process."""
     global RENDERS  # the broken render under test
@@ -96,12 +120,13 @@ def _scenario(tmp_path: Path, loop: object, **more: object) -> Scenario:
         (stops_mid_step, StoppedMidStep, False),
         (stops_before_the_end, StoppedBeforeTheEnd, False),
         (raises, LoopRaised, False),
+        (models_after_the_end, ProposedAfterTheEnd, True),
     ],
 )
 def test_a_broken_loop_is_reported_by_the_name_of_its_mistake(
     tmp_path: Path, loop: object, mistake: type[LoopMistake], allowed: bool
 ) -> None:
-    scenario = _scenario(tmp_path, loop, policy_allows=allowed)
+    scenario = _scenario(tmp_path, loop, policy_allows=allowed, model=priced)
     with pytest.raises(mistake):
         crash_and_resume(scenario, CrashPoint.TOOL_DONE, Death.IN_PROCESS, tmp_path)
 

@@ -351,6 +351,16 @@ CORE: tuple[Mutation, ...] = (
         "test_a_call_whose_projection_passes_the_token_limit_is_refused_and_nothing_is_sent",
     ),
     Mutation(
+        "an answer's reported output is believed past what its call allowed",
+        "G-MODEL-1",
+        "core/model_calls.py",
+        """        elif _count(tokens_out, "tokens_out") > most:\n""",
+        """        elif _count(tokens_out, "tokens_out") < 0:\n""",
+        "an answer claiming more output than the projection allowed passes the run's limit",
+        "tests/core/test_model_calls.py::"
+        "test_an_answer_of_more_output_than_the_call_allowed_cannot_pass_the_limit",
+    ),
+    Mutation(
         "an unknown model is priced at zero",
         "G-MODEL-2",
         "core/prices.py",
