@@ -90,10 +90,10 @@ CORE: tuple[Mutation, ...] = (
         "a failed transaction commits what it wrote",
         "G-STORE-4",
         "core/store.py",
-        '                conn.execute("ROLLBACK")\n            raise\n\n    @contextmanager\n'
-        "    def snapshot(",
-        '                conn.execute("COMMIT")\n            raise\n\n    @contextmanager\n'
-        "    def snapshot(",
+        '                conn.execute("ROLLBACK")\n            raise\n'
+        "        for relay in self.observers:\n",
+        '                conn.execute("COMMIT")\n            raise\n'
+        "        for relay in self.observers:\n",
         "a transaction that raised halfway leaves its first writes in the database",
         "tests/core/test_store.py::test_a_failed_transaction_leaves_nothing",
     ),
