@@ -24,7 +24,6 @@ EXIT_OK, EXIT_ERROR = 0, 2
 # Each kind: what the server declares, the method that lists it, its pin table.
 KINDS = (("prompts", "prompts/list", "prompt_pins"),
          ("resources", "resources/templates/list", "template_pins"))  # fmt: skip
-MAX_PAGES = 100
 
 
 def register(servers_commands: Any) -> None:
@@ -44,6 +43,7 @@ async def raw_listings(
     it declared could not be listed."""
     from core.proxy.asks import listing as greeting
     from core.proxy.http_upstream import upstream_for
+    from core.proxy.resources import listed_pages
     from core.proxy.upstream import no_roots
 
     log = paths.data_dir() / "logs" / f"{server.name}.log"
@@ -55,17 +55,8 @@ async def raw_listings(
         for kind, method, table in KINDS:
             if kind not in upstream.capabilities:
                 continue
-            pages: list[bytes] = []
-            params: dict[str, Any] = {}
             try:
-                for _ in range(MAX_PAGES):
-                    answer = await upstream.request(method, params, timeout)
-                    pages.append(answer.raw)
-                    cursor = answer.result.get("nextCursor")
-                    if not cursor:
-                        break
-                    params = {"cursor": cursor}
-                found[table] = pages
+                found[table] = await listed_pages(upstream, method, timeout)
             except UpstreamError as e:
                 errors[table] = str(e)
     finally:

@@ -57,7 +57,7 @@ from core.proxy import catalog, results
 from core.proxy.cancel import current
 from core.proxy.offered import Exposed
 from core.proxy.pins import ListedTool, ToolState
-from core.proxy.upstream import Answer
+from core.proxy.upstream import Answer, Upstream
 from core.tools import SideEffect, Tool
 
 if TYPE_CHECKING:
@@ -443,17 +443,23 @@ async def catalogs(upstream: Any, timeout: float) -> dict[str, catalog.Catalog]:
     for kind, method, what in kinds:
         if kind not in upstream.capabilities:
             continue
-        pages: list[bytes] = []
-        params: dict[str, Any] = {}
         try:
-            for _ in range(MAX_PAGES):
-                answer = await upstream.request(method, params, timeout)
-                pages.append(answer.raw)
-                cursor = answer.result.get("nextCursor")
-                if not cursor:
-                    break
-                params = {"cursor": cursor}
-            found[what[2]] = catalog.read(pages, what)
+            found[what[2]] = catalog.read(await listed_pages(upstream, method, timeout), what)
         except UpstreamError as e:  # its tools are still pinned; nothing of this kind is
             log.warning("server %s: %s not listed: %s", upstream.server.name, method, e)
     return found
+
+
+async def listed_pages(upstream: Upstream, method: str, timeout: float) -> list[bytes]:
+    """The raw bytes of each page of a listing, following ``nextCursor`` for at most
+    ``MAX_PAGES`` pages (``UpstreamError`` when the server refuses one)."""
+    pages: list[bytes] = []
+    params: dict[str, Any] = {}
+    for _ in range(MAX_PAGES):
+        answer = await upstream.request(method, params, timeout)
+        pages.append(answer.raw)
+        cursor = answer.result.get("nextCursor")
+        if not cursor:
+            break
+        params = {"cursor": cursor}
+    return pages
