@@ -331,7 +331,8 @@ class ApprovalDialog(QDialog):
         if pending.kind in KIND_TEXT or pending.side_effect == "destructive":
             self.kind_label.setStyleSheet(f"font-weight: bold; color: {RED};")
         layout.addWidget(self.kind_label)
-        # The paths as they resolve, named by the proxy (core/own_files.py): any text, wrapped.
+        # The paths as they resolve, named by the proxy (core/policy/own_files.py): any text,
+        # wrapped.
         touched = pending.reason.removeprefix(OWN_FILES_REASON)
         self.touches = WrappedText(marks.visible(f"It names {touched}", lines=False))
         self.touches.setStyleSheet(f"font-weight: bold; color: {RED};")

@@ -1,5 +1,5 @@
 """The conditions the rule editor offers on one argument (app/rule_editor.py rule 2), each
-made with core/rules.py's shorthands (no condition language of the editor's own), what each
+made with core/policy/rules.py's shorthands (no condition language of the editor's own), what each
 opens with for the request's value, and how each is said in words. No Qt.
 
 Rules:
@@ -20,9 +20,10 @@ import posixpath
 import re
 from typing import Any
 
-from core import canonical, marks, rules
+from core import canonical, marks
 from core.canonical import JSONValue
 from core.errors import RuleConditionInvalid, SignoffError
+from core.policy import rules
 
 ANY, EQUALS, FOLDER, PATTERN, AT_MOST = "any", "equals", "folder", "pattern", "at_most"
 CHOICES = {ANY: "any value", EQUALS: "equals this value", FOLDER: "is in the folder",

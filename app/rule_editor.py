@@ -1,5 +1,5 @@
 """The rule editor: "always allow / always reject this tool when…", made from a waiting request
-and prefilled from it (issue 22, decision 0052). A rule is configuration (core/rules.py,
+and prefilled from it (issue 22, decision 0052). A rule is configuration (core/policy/rules.py,
 decision 0048); this window only drafts one and saves it as the settings window does.
 
 Rules:
@@ -10,7 +10,7 @@ Rules:
    shows them: its name, its value (elided, whole in the tooltip) and a condition. Every row
    opens at "equals this value", the effect at "Always allow", the expiry at "never": as
    opened, the rule matches this exact request and nothing else.
-2. The conditions are core/rules.py's shorthands (``equals``, ``under_folder``, ``pattern``,
+2. The conditions are core/policy/rules.py's shorthands (``equals``, ``under_folder``, ``pattern``,
    ``at_most``, joined by ``on_arguments``), offered by the value's type and prefilled from it
    (app/rule_conditions.py); "any value" sets none. An allow rule also names every argument
    ("any value" as ``{}``) and allows no other (``closed``): a call that adds one is not the
@@ -72,16 +72,17 @@ from app.rule_conditions import (
 )
 from app.rule_conditions import condition as made_condition
 from app.settings import Problem, SettingsState, say, say_not_saved
-from core import canonical, marks, present, rules
+from core import canonical, marks, present
 from core.canonical import JSONValue
 from core.errors import (
     RuleNeedsConfirmation,
     RuleTargetUnknown,
     SignoffError,
 )
-from core.policy import PolicyRequest, as_received
+from core.policy import rules
+from core.policy.policy import PolicyRequest, as_received
+from core.policy.rules import ArgumentRule, Effect
 from core.proxy import manage
-from core.rules import ArgumentRule, Effect
 from core.tools import SideEffect
 
 EXPIRIES = (("never", ""), ("1 hour", "1h"), ("1 day", "1d"), ("7 days", "7d"),

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 
 from app.settings import SettingsState
 from app.words import class_explanation, class_words
-from core.policy import DEFAULT_RULES, Rule
+from core.policy.policy import DEFAULT_RULES, Rule
 from core.proxy import config as configuration
 from core.proxy import manage
 from core.tools import SideEffect

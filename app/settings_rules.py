@@ -1,4 +1,4 @@
-"""The rules page: the rules on tools' arguments in config.toml (core/rules.py), each said in
+"""The rules page: the rules on tools' arguments in config.toml (core/policy/rules.py), each said in
 words and removable, and the standing grants in force (core/grants.py), each revocable.
 
 A rule is removed as ``signoff rule remove`` removes it (``manage.remove_rule`` through
@@ -30,11 +30,12 @@ from PySide6.QtWidgets import (
 from app.settings import SettingsState, say, say_not_saved
 from app.widgets import message_label, row_table
 from app.words import said
-from core import canonical, grants, present, rules
+from core import canonical, grants, present
 from core.errors import SignoffError
 from core.grants import Grant
+from core.policy import rules
+from core.policy.rules import ArgumentRule
 from core.proxy import manage
-from core.rules import ArgumentRule
 from core.store import utc_now
 
 RULE_COLUMNS = ("Server", "Tool", "Rule", "When", "Expires", "Note")

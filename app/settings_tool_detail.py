@@ -27,7 +27,7 @@ from app.settings import Problem, say, say_not_saved
 from app.settings_parameters import ParametersBox
 from app.words import class_words
 from core.marks import visible
-from core.policy import Rule
+from core.policy.policy import Rule
 from core.proxy import classifying
 from core.proxy.config import ToolConfig
 from core.proxy.pins import REPIN_TO_FORWARD, ListedTool, ToolState, evaluate

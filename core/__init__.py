@@ -25,7 +25,13 @@ if TYPE_CHECKING:
     from core.heads import HeadStore, KeyringHeadStore, MemoryHeadStore
     from core.limits import Limits
     from core.model_calls import ModelAttempt, ModelCaller, Usage
-    from core.policy import ConfigPolicy, DefaultPolicy, Policy, PolicyDecision, PolicyRequest
+    from core.policy.policy import (
+        ConfigPolicy,
+        DefaultPolicy,
+        Policy,
+        PolicyDecision,
+        PolicyRequest,
+    )
     from core.prices import HeuristicCounter, ModelConfig, Price, Prices, TokenCounter
     from core.store import Store, Transaction
     from core.tools import SideEffect, Tool
@@ -39,7 +45,13 @@ _HOMES = {
     "core.heads": ("HeadStore", "KeyringHeadStore", "MemoryHeadStore"),
     "core.limits": ("Limits",),
     "core.model_calls": ("ModelAttempt", "ModelCaller", "Usage"),
-    "core.policy": ("ConfigPolicy", "DefaultPolicy", "Policy", "PolicyDecision", "PolicyRequest"),
+    "core.policy.policy": (
+        "ConfigPolicy",
+        "DefaultPolicy",
+        "Policy",
+        "PolicyDecision",
+        "PolicyRequest",
+    ),
     "core.prices": ("HeuristicCounter", "ModelConfig", "Price", "Prices", "TokenCounter"),
     "core.store": ("Store", "Transaction"),
     "core.tools": ("SideEffect", "Tool"),

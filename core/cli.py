@@ -23,7 +23,7 @@ from core.hosts_commands import register as register_hosts_commands
 from core.proxy.commands import register as register_proxy_commands
 
 if TYPE_CHECKING:
-    from core.policy import PolicyDecision
+    from core.policy.policy import PolicyDecision
     from core.store import Store
 
 # Each command imports what it uses in its own function: parsing the command line loads none of

@@ -184,8 +184,8 @@ class TTLRefused(ConfigError):
 
 
 class RuleRefused(ConfigError):
-    """A rule on a tool's arguments is refused whole (core/rules.py): the configuration is left
-    as it was."""
+    """A rule on a tool's arguments is refused whole (core/policy/rules.py): the configuration
+    is left as it was."""
 
 
 class RuleConditionInvalid(RuleRefused):
@@ -195,7 +195,8 @@ class RuleConditionInvalid(RuleRefused):
 
 class RuleIdMismatch(RuleRefused):
     """A rule's id is not the one its server, tool, effect, condition and expiry make: it was
-    changed by hand, and "allowed by rule R" would name something else (core/rules.py rule 8)."""
+    changed by hand, and "allowed by rule R" would name something else (core/policy/rules.py
+    rule 8)."""
 
 
 class RuleExpiryInvalid(RuleRefused):

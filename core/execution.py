@@ -46,7 +46,7 @@ from core.errors import (
 )
 from core.hold import Hold, StepState
 from core.operator_key import unauthenticated_mode
-from core.policy import Outcome, PolicyDecision
+from core.policy.policy import Outcome, PolicyDecision
 from core.records import ApprovalView, read_step
 from core.store import Transaction, format_time
 from core.tools import CompiledTool

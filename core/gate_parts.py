@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from core.canonical import JSONValue
 from core.errors import PolicyFailed, RunStateError, SchemaRefused
 from core.lease import LeaseKeeper
-from core.policy import PolicyDecision, PolicyRequest, identity_of
+from core.policy.policy import PolicyDecision, PolicyRequest, identity_of
 from core.records import RunView
 from core.store import format_time
 from core.tools import CompiledTool, Tool

@@ -30,7 +30,7 @@ from core.decisions import Decision, Kind
 from core.errors import JSONRefused, PolicyFailed, RunStateError
 from core.gate_parts import GateParts, RunFacts, policy_failure
 from core.hold import Hold, StepState
-from core.policy import Outcome, PolicyDecision, PolicyRequest
+from core.policy.policy import Outcome, PolicyDecision, PolicyRequest
 from core.records import RunView
 from core.store import Transaction, format_time
 from core.tools import CompiledTool

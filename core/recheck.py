@@ -14,7 +14,7 @@ Rules:
    policy behind it answered short of deny or abort, so it differs only when the policy would
    now deny or abort. The identity recorded (the policy's, wrapped by the proxy's rules or by
    ``OwnFilesRule``) is reported as the policy's own when it is the given policy's, wrapped.
-5. A policy with a clock of its own (``at``, core/policy.py rule 7: a rule's expiry) is asked
+5. A policy with a clock of its own (``at``, core/policy/policy.py rule 7: a rule's expiry) is asked
    as of the time the evaluation was recorded: an expired rule did decide before it expired.
 6. A run allowed under a standing grant (core/grants.py: an allow of kind ``grant``) was decided
    by the operator, not the policy: it stands for the policy's allow or approve behind it, so it
@@ -29,7 +29,7 @@ from datetime import datetime
 from core import canonical
 from core.errors import JSONRefused, NotRecheckable, UnknownRun
 from core.grants import GRANT_KIND
-from core.policy import (
+from core.policy.policy import (
     DUPLICATE_KIND,
     OWN_FILES_KIND,
     Outcome,
@@ -70,7 +70,7 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
             (run_id,),
         ).fetchall()
     # Here, not at the top: core imports this module with the package (core/__init__.py).
-    from core.own_files import behind_own_files_rule
+    from core.policy.own_files import behind_own_files_rule
 
     now_policy = identity_of(policy)
     wrapped = {behind_own_files_rule(now_policy)}

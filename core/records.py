@@ -14,6 +14,8 @@ from typing import Any
 
 from core import canonical
 from core.limits import Limits
+from core.policy.meaning import Reading
+from core.policy.policy import read_from_json
 
 RUN_COLUMNS = (
     "id, goal, status, end_reason, result, limits, step_count, consecutive_failures,"
@@ -164,6 +166,9 @@ class PendingRequest:
     reason: str
     description: str
     fixed: str = "{}"  # canonical JSON: the values Signoff sets on the call (``fixed_values``)
+    # What the request's paths and URLs mean where their spelling says otherwise, as the policy
+    # read them when it asked (``PolicyDecision.read``, core/policy/meaning.py rule 8).
+    read: tuple[Reading, ...] = ()
 
 
 def fixed_values(spec: Any) -> str:
@@ -181,7 +186,9 @@ def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
     and the tray app all read them here)."""
     rows = conn.execute(
         "SELECT a.id, a.run_id, r.server, COALESCE(r.tool, s.tool_name), s.arguments,"
-        " a.request_hash, a.kind, t.spec, a.created_at, COALESCE(a.policy_reason, '')"
+        " a.request_hash, a.kind, t.spec, a.created_at, COALESCE(a.policy_reason, ''),"
+        " (SELECT json_extract(e.payload, '$.decision.read') FROM events e"
+        "  WHERE e.run_id = a.run_id AND e.kind = 'step.policy' ORDER BY e.seq DESC LIMIT 1)"
         " FROM approvals a JOIN runs r ON r.id = a.run_id"
         " JOIN steps s ON s.run_id = a.run_id AND s.idx = a.step_idx"
         " LEFT JOIN tool_specs t ON t.hash = s.tool_spec_hash"
@@ -207,13 +214,14 @@ def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
                 row[9],
                 str(spec.get("description", "")),
                 fixed_values(spec),
+                read_from_json(canonical.loads(row[10]) if row[10] else None),
             )
         )
     return found
 
 
 def decided_by_rule(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Per run, the last rule on the arguments (core/rules.py) that decided one of its policy
+    """Per run, the last rule on the arguments (core/policy/rules.py) that decided one of its policy
     evaluations: its id, and "allowed" or "rejected" (as the history says "allowed by rule
     R..."). A run no rule decided is not in it."""
     found: dict[str, tuple[str, str]] = {}

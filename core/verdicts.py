@@ -16,7 +16,7 @@ from core.anchor import Anchor
 from core.canonical import JSONValue
 from core.errors import TTLRefused
 from core.operator_key import OperatorKey
-from core.policy import DUPLICATE_KIND, OWN_FILES_KIND, DefaultPolicy, Policy
+from core.policy.policy import DUPLICATE_KIND, OWN_FILES_KIND, DefaultPolicy, Policy
 from core.prices import ModelConfig
 from core.records import ApprovalView, RunView, StepView
 from core.store import Store

@@ -43,7 +43,7 @@ from core.gate_parts import policy_failure
 from core.hold import Hold, StepState
 from core.lease import is_live
 from core.limits import Limits
-from core.policy import Outcome, PolicyDecision
+from core.policy.policy import Outcome, PolicyDecision
 from core.records import ApprovalView, StepView, latest_approval, read_run, read_step, read_steps
 from core.store import Transaction, format_time
 from core.tools import SideEffect

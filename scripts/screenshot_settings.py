@@ -143,8 +143,8 @@ def approved_for_an_hour(tool: str, arguments: dict[str, object]) -> None:
             scope="1h")  # fmt: skip
 
 
-from core import rules  # noqa: E402
-from core.rules import ArgumentRule, Effect  # noqa: E402
+from core.policy import rules  # noqa: E402
+from core.policy.rules import ArgumentRule, Effect  # noqa: E402
 
 now = datetime.now(UTC).replace(microsecond=0)
 for rule in (

@@ -60,9 +60,9 @@ def decide(args: argparse.Namespace) -> int:
 
 
 def runs(args: argparse.Namespace) -> int:
-    """The most recent runs; ``rule``: the rule on the arguments that decided (core/rules.py),
-    shown as "allowed by rule R..." or "rejected by rule R..."; ``grant``: the standing grant a
-    run was allowed under (core/grants.py)."""
+    """The most recent runs; ``rule``: the rule on the arguments that decided
+    (core/policy/rules.py), shown as "allowed by rule R..." or "rejected by rule R...";
+    ``grant``: the standing grant a run was allowed under (core/grants.py)."""
     from core.grants import used_by
 
     with Store.open(paths.database_path()) as store, store.snapshot() as conn:

@@ -438,7 +438,7 @@ def _apply(change: Callable[[Path], configuration.Config], done: str) -> int:
 
 
 def policy(args: argparse.Namespace) -> int:
-    from core.policy import Rule
+    from core.policy.policy import Rule
     from core.proxy import manage
 
     rules = ("allow", "approve", "deny", "default")

@@ -32,7 +32,7 @@ deny = ["follow_symlinks"]       # removed from the schema; a call setting it fa
 overrule_annotations = false     # true: keep the class even if the server's hints disagree
 call_timeout_seconds = 600       # this tool's calls
 
-[servers.fs.tools.write_file.rules.R3fa9c1]   # a rule on the arguments (core/rules.py)
+[servers.fs.tools.write_file.rules.R3fa9c1]   # a rule on the arguments (core/policy/rules.py)
 effect = "allow"                 # or "reject"
 when = '{"type":"object","properties":{"path":{"type":"string","pattern":"^/home/me/notes(/|$)"}}}'
 expires = "2026-12-31T18:00:00Z" # optional: after it the rule does nothing
@@ -64,13 +64,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import canonical, private_files
-from core import rules as argument_rules
 from core.canonical import JSONValue
 from core.errors import ConfigError, JSONRefused, RuleRefused, TTLRefused
-from core.policy import ConfigPolicy, Rule
+from core.policy import rules as argument_rules
+from core.policy.meaning import Where
+from core.policy.policy import ConfigPolicy, Rule
+from core.policy.rules import ArgumentRule
 from core.proxy import catalog, remote  # prompts and resources; a remote server's URL and headers
 from core.proxy.telemetry import parse as parse_telemetry
-from core.rules import ArgumentRule
 from core.tools import SideEffect
 
 if TYPE_CHECKING:  # imported where the file is parsed or edited: a command that reads no
@@ -150,8 +151,9 @@ class Config:
                 return float(value)
         return self.call_timeout_seconds
 
-    def policy(self) -> ConfigPolicy:
-        """The policy: per class, and per tool under the gate's name ``server/tool``."""
+    def policy(self, where: Where | None = None) -> ConfigPolicy:
+        """The policy: per class, and per tool under the gate's name ``server/tool``; values
+        read from ``where`` (the servers' working directory; None: not known)."""
         tools = {
             f"{server.name}/{tool}": spec.policy
             for server in self.servers.values()
@@ -170,7 +172,7 @@ class Config:
             for tool, spec in server.tools.items()
             if spec.rules and spec.fixed
         }
-        return ConfigPolicy(self.classes, tools, rules=rules, fixed=fixed)
+        return ConfigPolicy(self.classes, tools, rules=rules, fixed=fixed, where=where)
 
     def rules(self) -> list[ArgumentRule]:
         """Every rule on a tool's arguments, by server, tool and id."""
@@ -394,7 +396,7 @@ def _tool(raw: Any, key: tuple[str, ...], where: _Where) -> ToolConfig:
 
 
 def _rules(table: dict[str, Any], key: tuple[str, ...], where: _Where) -> tuple[ArgumentRule, ...]:
-    """A tool's rules on its arguments (core/rules.py), each refused by its own error."""
+    """A tool's rules on its arguments (core/policy/rules.py), each refused by its own error."""
     found = []
     for rule, raw in _table(table.get("rules", {}), (*key, "rules"), where).items():
         try:

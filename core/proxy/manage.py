@@ -7,7 +7,7 @@ Rules:
    validates the whole result before writing it: a refused change (``ConfigError``) leaves the
    file as it was.
 2. Each returns the configuration as saved (``classify``: with the classes it set).
-3. A rule on a tool's arguments (core/rules.py) is added to a pinned tool of a configured
+3. A rule on a tool's arguments (core/policy/rules.py) is added to a pinned tool of a configured
    server, or to its ``prompts/get`` or ``resources/read`` when it offers prompts or resources
    (core/proxy/catalog.py ``GATED``), ``RuleTargetUnknown`` otherwise; an allow rule on a tool
    classified destructive only with ``confirm_destructive`` (``RuleNeedsConfirmation``), and
@@ -32,7 +32,7 @@ from core.errors import (
     RuleTargetUnknown,
     UnknownRule,
 )
-from core.policy import Rule
+from core.policy.policy import Rule
 from core.proxy import catalog, classifying
 from core.proxy.config import ENV_NAME, SERVER_NAME, Config, Editor, decode, load, load_text
 from core.proxy.pins import ListedTool
@@ -40,7 +40,7 @@ from core.store import Store, utc_now
 from core.tools import SideEffect
 
 if TYPE_CHECKING:
-    from core.rules import ArgumentRule
+    from core.policy.rules import ArgumentRule
 
 OWN_SETTINGS = ("call_timeout_seconds", "result_limit_bytes")  # a server may have its own
 TIMINGS = ("hold_seconds", "duplicate_window_seconds", "call_timeout_seconds",
@@ -336,7 +336,7 @@ def _inline(values: Mapping[str, JSONValue]) -> Any:
 
 def add_rule(path: Path, rule: ArgumentRule, *, confirm_destructive: bool = False) -> Config:
     """Add ``rule`` (rule 3); the rule as saved is ``rule_of(config, rule.id)``."""
-    from core import rules as argument_rules
+    from core.policy import rules as argument_rules
 
     editor = Editor(path)
     config = Config() if editor.read is None else load_text(path, decode(path, editor.read))

@@ -1,4 +1,5 @@
-"""``signoff rule list|add|remove``: rules on a tool's arguments (core/rules.py, decision 0048).
+"""``signoff rule list|add|remove``: rules on a tool's arguments (core/policy/rules.py,
+decision 0048).
 
 ``add`` makes one rule from ``--when JSON-SCHEMA`` and the shorthands, each on one argument
 (``ARG=...``, all of them must hold): ``--equals`` (a JSON value, else the text), ``--one-of``
@@ -64,8 +65,8 @@ def register(commands: Any) -> None:
 def condition(args: argparse.Namespace) -> dict[str, JSONValue]:
     """The one condition ``--when`` and the shorthands make together (``RuleConditionInvalid``
     when one cannot be read)."""
-    from core import rules
     from core.errors import JSONRefused, RuleConditionInvalid
+    from core.policy import rules
 
     parts: list[dict[str, JSONValue]] = []
     if args.when is not None:
@@ -93,8 +94,8 @@ def condition(args: argparse.Namespace) -> dict[str, JSONValue]:
 
 
 def _shorthand(kind: str, text: str, flag: str) -> dict[str, JSONValue]:
-    from core import rules
     from core.errors import JSONRefused, RuleConditionInvalid
+    from core.policy import rules
 
     if kind == "equals":
         return rules.equals(_json_or_text(text))
@@ -128,7 +129,7 @@ def _json_or_text(text: str) -> JSONValue:
 
 
 def add_rule(args: argparse.Namespace) -> int:
-    from core import rules
+    from core.policy import rules
     from core.proxy import commands, manage
 
     path = paths.config_path()
@@ -185,7 +186,7 @@ def list_rules(args: argparse.Namespace) -> int:
 
 
 def _line(rule: Any, now: datetime) -> str:
-    from core import rules
+    from core.policy import rules
 
     expiry = ""
     if rule.expires is not None:

@@ -12,7 +12,7 @@ Rules:
    so an approval is bound to them too.
 2. An identical mutating call completed within the duplicate window is not run again on policy
    alone: it waits for the operator as an approval of kind ``duplicate``. A call naming
-   Signoff's own files waits as ``own_files`` (core/own_files.py), whatever its class and the
+   Signoff's own files waits as ``own_files`` (core/policy/own_files.py), whatever its class and the
    policy's allow; a deny stands (``ProxyRules``). A call the operator allowed for a while
    (a standing grant, core/grants.py rule 7) runs without asking, recorded under its grant.
 3. A host's ``notifications/cancelled`` for a call in flight is sent on to the server, and
@@ -57,7 +57,8 @@ from core.errors import (
 from core.gate import Gate, GateConfig, Verdict, VerdictOutcome
 from core.grants import Grant, live
 from core.limits import Limits
-from core.own_files import OwnFiles, working_directory
+from core.policy.meaning import Where
+from core.policy.own_files import OwnFiles, working_directory
 from core.proxy import answers, config_record, host_identity, instructions, results
 from core.proxy.answers import STATUS_TOOL, Result
 from core.proxy.cancel import HOST_CALL, HostCall, current, host_gave_up
@@ -128,8 +129,10 @@ class Proxy:
         self.live = Live(self.servers, self.status_dir, self.retool, self.reload_rules)
         self.roots: dict[str, Any] = {}  # the roots each server was last given by the host
         self.resources = Resources(self)  # prompts, resources, completion (decision 0055)
+        # Where the servers read a relative path: the proxy's folder, which they inherit.
+        self.where = Where.here()
         self.policy = ProxyRules(
-            config.policy(), OwnFiles.of(store.path, config_path, cwd=working_directory())
+            config.policy(self.where), OwnFiles.of(store.path, config_path, cwd=working_directory())
         )
         self.gate: Gate | None = None
         self._locks: dict[str, asyncio.Lock] = {}
@@ -253,7 +256,7 @@ class Proxy:
         if not self._hold_given:
             self.hold = new.hold_seconds
         self.retool()
-        inner = new.policy()
+        inner = new.policy(self.where)
         # Rules see the fixed values the gate sends: those of the tools offered now.
         sent = {e.gate_name: e.state.fixed for e in self.exposed.values() if e.state.fixed}
         inner.fixed = {tool: sent[tool] for tool in inner.rules if tool in sent}

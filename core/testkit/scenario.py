@@ -26,7 +26,7 @@ from typing import Any
 from core.decisions import Decision
 from core.gate import Gate, GateConfig, Session, StepInput, Verdict, VerdictOutcome
 from core.limits import Limits
-from core.policy import ConfigPolicy, DefaultPolicy, Rule
+from core.policy.policy import ConfigPolicy, DefaultPolicy, Rule
 from core.prices import ModelConfig
 from core.records import read_run
 from core.replay import check_state

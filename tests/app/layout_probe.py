@@ -323,7 +323,7 @@ def add_rules(config: Path) -> None:
     """Rules on the long tool: a long folder, a long note, an expiry."""
     from datetime import UTC, datetime, timedelta
 
-    from core import rules
+    from core.policy import rules
     from core.proxy import manage
 
     folder = "/home/operator/src/github.com/example-organisation/a-repository-with-a-long-name"

@@ -11,8 +11,8 @@ from typing import Any
 from core.decisions import Decision
 from core.errors import OutcomeUnknown
 from core.gate import VerdictOutcome
-from core.own_files import OwnFiles
-from core.policy import ConfigPolicy, Policy, Rule
+from core.policy.own_files import OwnFiles
+from core.policy.policy import ConfigPolicy, Policy, Rule
 from core.proxy.server import ProxyRules
 from core.records import ApprovalView
 from core.store import Store

@@ -21,7 +21,7 @@ from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.grants import Grant
 from core.heads import MemoryHeadStore
-from core.policy import ConfigPolicy
+from core.policy.policy import ConfigPolicy
 from core.proxy.rules import ProxyRules
 from core.store import Store
 from core.transitions import CallLabel

@@ -15,12 +15,13 @@ from PySide6.QtWidgets import QApplication, QComboBox
 from app.history import HistoryWindow
 from app.history_model import DECIDED, PAGE
 from app.tray import TrayApp
-from core import export, rules
+from core import export
 from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.heads import HeadStore, KeyringHeadStore, MemoryHeadStore
-from core.policy import ConfigPolicy
-from core.rules import ArgumentRule, Effect
+from core.policy import rules
+from core.policy.policy import ConfigPolicy
+from core.policy.rules import ArgumentRule, Effect
 from core.store import Store, format_time
 from core.transitions import CallLabel
 from tests.app.pending import TOOLS, make_pending

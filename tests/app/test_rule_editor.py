@@ -1,6 +1,6 @@
 """The rule editor made from the approval dialog (app/rule_editor.py, app/dialog.py rule 8):
 prefilled from the request as the server will receive it, each condition built with
-core/rules.py's shorthands, a malformed rule refused by name with config.toml unchanged, a
+core/policy/rules.py's shorthands, a malformed rule refused by name with config.toml unchanged, a
 destructive allow confirmed first, the save recorded as ``policy.changed``, and a rule that
 decides the request deciding it in the dialog. Real widgets, a real config.toml and store."""
 
@@ -19,14 +19,15 @@ from app.model import Pending, read_pending
 from app.rule_editor import RuleEditor
 from app.settings import SettingsState
 from app.tray import TrayApp
-from core import paths, rules
+from core import paths
 from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.heads import MemoryHeadStore
+from core.policy import rules
+from core.policy.rules import ArgumentRule, Effect
 from core.proxy import config as configuration
 from core.proxy import manage
 from core.proxy.pins import read_listing
-from core.rules import ArgumentRule, Effect
 from core.store import Store
 from core.tools import SideEffect, Tool
 from core.transitions import CallLabel

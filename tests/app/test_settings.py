@@ -17,7 +17,7 @@ from app.settings import SettingsWindow
 from app.settings_servers import ServerEditor
 from app.words import class_words
 from core import paths
-from core.policy import Rule
+from core.policy.policy import Rule
 from core.proxy import config as configuration
 from core.proxy import manage
 from core.proxy.instructions import pin_of

@@ -13,11 +13,12 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.settings import SettingsWindow
-from core import grants, operator_key, paths, rules
+from core import grants, operator_key, paths
 from core.approvals import approve
+from core.policy import rules
+from core.policy.rules import ArgumentRule, Effect
 from core.proxy import config as configuration
 from core.proxy import manage
-from core.rules import ArgumentRule, Effect
 from core.store import Store
 from core.tools import SideEffect
 from tests.app.pending import make_pending

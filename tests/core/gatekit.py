@@ -11,7 +11,7 @@ from typing import Any
 
 from core import canonical
 from core.gate import Gate, GateConfig
-from core.policy import DefaultPolicy, Policy
+from core.policy.policy import DefaultPolicy, Policy
 from core.replay import rebuild as core_rebuild
 from core.store import Store
 from core.tools import SideEffect, Tool

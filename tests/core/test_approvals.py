@@ -21,7 +21,7 @@ from core.errors import (
 )
 from core.gate import Gate, VerdictOutcome
 from core.limits import Limits
-from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
+from core.policy.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
 from core.store import Store
 from core.tools import SideEffect
 from tests.core.gatekit import Calls, FakeClock, make_gate, record_snapshot, standard_tools

@@ -17,7 +17,7 @@ from core.decisions import Decision
 from core.errors import RunExists
 from core.gate import VerdictOutcome
 from core.limits import Limits
-from core.policy import ConfigPolicy, Rule
+from core.policy.policy import ConfigPolicy, Rule
 from core.store import Store
 from core.tools import SideEffect
 from core.verify import verify

@@ -21,7 +21,7 @@ from core.errors import (
     UnknownRun,
 )
 from core.gate import VerdictOutcome
-from core.policy import Outcome, PolicyDecision, PolicyRequest
+from core.policy.policy import Outcome, PolicyDecision, PolicyRequest
 from core.store import Store
 from core.tools import SideEffect, Tool
 from core.verify import verify

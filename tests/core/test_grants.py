@@ -23,7 +23,7 @@ from core.errors import ScopeRefused
 from core.gate import Gate, VerdictOutcome
 from core.grants import Grant
 from core.heads import KeyringHeadStore, MemoryHeadStore
-from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
+from core.policy.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
 from core.proxy.rules import ProxyRules
 from core.recheck import recheck
 from core.records import read_approval

@@ -14,7 +14,7 @@ from core.decisions import Decision
 from core.errors import LeaseLost, RunLeased
 from core.gate import Reconciled, Request, VerdictOutcome
 from core.lease import Holding
-from core.policy import ConfigPolicy, Rule
+from core.policy.policy import ConfigPolicy, Rule
 from core.store import Store
 from core.tools import SideEffect, Tool
 from tests.core.gatekit import COUNTER_SCHEMA, Calls, make_gate, standard_tools

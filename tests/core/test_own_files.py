@@ -1,5 +1,5 @@
-"""Signoff's own files (core/own_files.py): which strings resolve into its folders, and the rule
-that makes such a request wait for the operator whatever the policy allowed."""
+"""Signoff's own files (core/policy/own_files.py): which strings resolve into its folders, and
+the rule that makes such a request wait for the operator whatever the policy allowed."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from core.decisions import Decision
 from core.gate import VerdictOutcome
-from core.own_files import OwnFiles, OwnFilesRule, apply
-from core.policy import (
+from core.policy.own_files import OwnFiles, OwnFilesRule, apply
+from core.policy.policy import (
     OWN_FILES_KIND,
     ConfigPolicy,
     Outcome,
@@ -179,7 +179,7 @@ def test_a_folder_above_signoffs_counts_for_a_mutating_call_and_lists_are_split(
 
 @pytest.mark.guarantee("G-FILES-2")
 def test_a_request_naming_more_paths_than_are_checked_waits(folders: OwnFiles) -> None:
-    from core.own_files import MOST_CHECKED, TOO_MANY
+    from core.policy.own_files import MOST_CHECKED, TOO_MANY
 
     words = " ".join(f"/tmp/n{i}" for i in range(MOST_CHECKED + 1))
     assert folders.touched({"text": words})[-1] == TOO_MANY

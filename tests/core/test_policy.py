@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError
-from core.policy import (
+from core.policy.policy import (
     ConfigPolicy,
     DefaultPolicy,
     Outcome,

@@ -12,7 +12,7 @@ import pytest
 from core.approvals import approve
 from core.decisions import Decision
 from core.errors import NotRecheckable, UnknownRun
-from core.policy import ConfigPolicy, DefaultPolicy, Outcome, Rule
+from core.policy.policy import ConfigPolicy, DefaultPolicy, Outcome, Rule
 from core.recheck import recheck
 from core.store import Store
 from core.tools import SideEffect

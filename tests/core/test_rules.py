@@ -1,5 +1,5 @@
-"""Rules on a tool's arguments (core/rules.py, decision 0048), as the policy evaluates them: a
-condition is a JSON Schema over the arguments as the server will receive them; a reject rule
+"""Rules on a tool's arguments (core/policy/rules.py, decision 0048), as the policy evaluates
+them: a condition is a JSON Schema over the arguments as the server will receive them; a reject rule
 refuses, an allow rule allows what would be asked; expired rules, unconfirmed allows on a
 destructive tool and requests with a ``..`` segment are decided as if there were no rule."""
 
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import rules
 from core.errors import RuleConditionInvalid, RuleExpiryInvalid, RuleIdMismatch
-from core.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
-from core.rules import ArgumentRule, Effect
+from core.policy import rules
+from core.policy.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
+from core.policy.rules import ArgumentRule, Effect
 from core.tools import SideEffect
 
 TOOL = "mail/send"

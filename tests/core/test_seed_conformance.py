@@ -17,7 +17,7 @@ from core.approvals import approve
 from core.decisions import Decision
 from core.errors import LeaseLost, RunLeased, RunStateError, TTLRefused
 from core.gate import GateConfig, Reconciled, VerdictOutcome
-from core.policy import (
+from core.policy.policy import (
     ConfigPolicy,
     DefaultPolicy,
     Outcome,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from core.decisions import Decision
 from core.gate import VerdictOutcome
-from core.policy import ConfigPolicy, Rule
+from core.policy.policy import ConfigPolicy, Rule
 from core.store import Store
 from core.sweep import sweep
 from core.tools import SideEffect

@@ -216,7 +216,7 @@ CORE: tuple[Mutation, ...] = (
     Mutation(
         "a local mutation is allowed by default",
         "G-GATE-2",
-        "core/policy.py",
+        "core/policy/policy.py",
         "    SideEffect.LOCAL_MUTATION: Rule.APPROVE,",
         "    SideEffect.LOCAL_MUTATION: Rule.ALLOW,",
         "a mutating tool runs with no approval when the operator set no rule",

@@ -105,7 +105,7 @@ OUTER: tuple[Mutation, ...] = (
     Mutation(
         "an allow rule decides a request with a .. segment",
         "G-RULES-1",
-        "core/rules.py",
+        "core/policy/rules.py",
         "    if has_dot_segment(arguments):\n",
         "    if False:\n",
         "a folder written by hand as a pattern is escaped with /notes/../secrets",
@@ -115,7 +115,7 @@ OUTER: tuple[Mutation, ...] = (
     Mutation(
         "an expired rule still decides",
         "G-RULES-1",
-        "core/rules.py",
+        "core/policy/rules.py",
         "        return self.expires is not None and self.expires <= now\n",
         "        return False\n",
         "a rule the operator let lapse goes on allowing calls unasked",
@@ -124,7 +124,7 @@ OUTER: tuple[Mutation, ...] = (
     Mutation(
         "a rule loosens a deny",
         "G-RULES-1",
-        "core/policy.py",
+        "core/policy/policy.py",
         "        if not rules or decision.outcome is Outcome.DENY:\n",
         "        if not rules:\n",
         "an allow rule runs a call on a tool the operator denied",
@@ -134,7 +134,7 @@ OUTER: tuple[Mutation, ...] = (
     Mutation(
         "an allow rule on a destructive tool decides unconfirmed",
         "G-RULES-1",
-        "core/rules.py",
+        "core/policy/rules.py",
         "        allowed_here = rule.destructive or not destructive  # rule 6\n",
         "        allowed_here = True\n",
         "a deletion runs unasked under a rule made before its tool was called destructive",
@@ -144,7 +144,7 @@ OUTER: tuple[Mutation, ...] = (
     Mutation(
         "a reject rule reads only the arguments as sent",
         "G-RULES-1",
-        "core/rules.py",
+        "core/policy/rules.py",
         "        if rule.matches(arguments) or rule.matches(loose):  # rule 4\n",
         "        if rule.matches(arguments):  # rule 4\n",
         "always reject in ~/.ssh is stepped around with ~/.ssh/./id or //home/me/.ssh/id",
@@ -194,7 +194,7 @@ OUTER: tuple[Mutation, ...] = (
     Mutation(
         "moving a folder above Signoff's is not its own files",
         "G-FILES-2",
-        "core/own_files.py",
+        "core/policy/own_files.py",
         "                above = path == whole and os.path.isabs(path)\n",
         "                above = False\n",
         "an agent moves ~/.config away with Signoff's configuration in it, unasked",
@@ -204,7 +204,7 @@ OUTER: tuple[Mutation, ...] = (
     Mutation(
         "a request naming very many paths is checked to the end on the event loop",
         "G-FILES-2",
-        "core/own_files.py",
+        "core/policy/own_files.py",
         "                if len(seen) >= MOST_CHECKED:\n",
         "                if False:\n",
         "a request of a million words stalls the proxy, and one past the check runs",

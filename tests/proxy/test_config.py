@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError, TTLRefused
-from core.policy import Rule
+from core.policy.policy import Rule
 from core.proxy import manage
 from core.proxy.config import (
     DEFAULT_CALL_TIMEOUT,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError
-from core.policy import Rule
+from core.policy.policy import Rule
 from core.proxy import config as configuration
 from core.proxy import config_record, manage, status
 from core.proxy.instructions import pin_of

@@ -1,6 +1,6 @@
 """Through a real `signoff proxy`: a request naming Signoff's own files waits for the operator,
 whatever the rules allow and whatever the tool's class, and nothing reaches the server before
-the operator approves it (G-FILES-2, core/own_files.py, decision 0028)."""
+the operator approves it (G-FILES-2, core/policy/own_files.py, decision 0028)."""
 
 from __future__ import annotations
 

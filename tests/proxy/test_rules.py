@@ -1,7 +1,7 @@
-"""`signoff rule list|add|remove` and the rules through a real `signoff proxy` (core/rules.py,
-decision 0048): a malformed rule is refused by name with config.toml unchanged, a change is
-recorded as ``policy.changed``, a reject rule refuses, an allow rule runs a call unasked and
-the record names it, an allow never reaches Signoff's own files, and no rule offers a tool
+"""`signoff rule list|add|remove` and the rules through a real `signoff proxy`
+(core/policy/rules.py, decision 0048): a malformed rule is refused by name with config.toml
+unchanged, a change is recorded as ``policy.changed``, a reject rule refuses, an allow rule
+runs a call unasked and the record names it, an allow never reaches Signoff's own files, and no rule offers a tool
 that is not pinned, unchanged and classified."""
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.policy import Rule
+from core.policy.policy import Rule
+from core.policy.rules import ArgumentRule, Effect
 from core.proxy import config as configuration
 from core.proxy.config import ServerConfig, ToolConfig
 from core.proxy.offered import Offered
 from core.proxy.pins import Listing, read_listing
 from core.recheck import recheck
-from core.rules import ArgumentRule, Effect
 from core.tools import SideEffect
 from tests.host import text
 from tests.proxy.rig import NOTES_TOOLS, Rig

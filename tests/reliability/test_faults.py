@@ -28,7 +28,7 @@ from core.decisions import Decision
 from core.errors import LeaseLost, RunLeased
 from core.gate import Gate, VerdictOutcome
 from core.heads import KeyringHeadStore
-from core.policy import ConfigPolicy, Rule
+from core.policy.policy import ConfigPolicy, Rule
 from core.proxy.config import load as load_config
 from core.proxy.server import Proxy, _call_key
 from core.store import Store

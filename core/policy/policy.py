@@ -17,15 +17,17 @@ Rules:
    evaluation, so a re-check can say which policy decided.
 6. A policy that raises, or answers something that is not a ``PolicyDecision``, fails closed:
    the gate records the failure by its type's name and ends the run; nothing runs.
-7. Rules on a tool's arguments (core/rules.py) are asked after the tool's or its class's rule,
-   about the arguments as the server will receive them (the tool's fixed values over them): a
-   deny stands; a matching ``reject`` rule denies an allowed or asked request; a matching
-   ``allow`` rule allows an asked one without asking. The decision names the rule (``rule``).
+7. Rules on a tool's arguments (core/policy/rules.py) are asked after the tool's or its
+   class's rule, about the arguments as the server will receive them (the tool's fixed values
+   over them): a deny stands; a matching ``reject`` rule denies an allowed or asked request; a
+   matching ``allow`` rule allows an asked one without asking. The decision names the rule
+   (``rule``). A request the rules cannot read as one thing (core/policy/rules.py rule 5) is asked, an
+   allowed one too, and the decision says why (``read``).
    An expiry is compared with the policy's clock: the wall clock, or (``at``) the time of the
    evaluation a re-check repeats.
 8. The MCP proxy's duplicate rule stands in front of the policy (``DUPLICATE_KIND``,
    ``behind_duplicate_rule``), and so does the rule for Signoff's own files (``OWN_FILES_KIND``,
-   core/own_files.py), and the operator's standing grants (core/grants.py: an allow of kind
+   core/policy/own_files.py), and the operator's standing grants (core/grants.py: an allow of kind
    ``grant`` naming the grant); a re-check leaves them out and compares the policy behind them.
 """
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -41,10 +43,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from core import canonical
 from core.canonical import JSONValue
 from core.errors import ConfigError, NotRecheckable
+from core.policy.meaning import Reading, Where
 from core.tools import SideEffect
 
 if TYPE_CHECKING:
-    from core.rules import ArgumentRule
+    from core.policy.rules import ArgumentRule, Decided
 
 
 class Outcome(enum.StrEnum):
@@ -60,8 +63,11 @@ class PolicyDecision:
     reason: str = ""
     kind: str = ""  # the approval's kind, with APPROVE; "grant" with ALLOW under a grant
     _: KW_ONLY  # who decided, by name only: two strings side by side are too easy to swap
-    rule: str = ""  # the id of the rule on the tool's arguments that decided (core/rules.py)
+    rule: str = ""  # the id of the rule on the tool's arguments that decided (core/policy/rules.py)
     grant: str = ""  # the standing grant an ALLOW was made under (core/grants.py), or ""
+    # Values whose meaning differs from their spelling, or that could not be read as one thing
+    # (core/policy/meaning.py): the prompt shows them, and never approves from a notification.
+    read: tuple[Reading, ...] = ()
 
     def as_json(self) -> dict[str, JSONValue]:
         value: dict[str, JSONValue] = {
@@ -74,7 +80,15 @@ class PolicyDecision:
             value["rule"] = self.rule
         if self.grant:
             value["grant"] = self.grant
+        if self.read:
+            value["read"] = [_read_json(r) for r in self.read]
         return value
+
+    def reading(self, read: tuple[Reading, ...]) -> PolicyDecision:
+        """The same decision, also saying what ``read`` means (each value once)."""
+        if not read:
+            return self
+        return replace(self, read=tuple(dict.fromkeys((*self.read, *read))))
 
     @classmethod
     def from_json(cls, value: JSONValue) -> PolicyDecision:
@@ -87,6 +101,7 @@ class PolicyDecision:
                 str(value["kind"]),
                 rule=str(value.get("rule") or ""),
                 grant=str(value.get("grant") or ""),
+                read=read_from_json(value.get("read")),
             )
         except (KeyError, ValueError) as e:
             raise NotRecheckable(f"a recorded policy decision is incomplete: {e}") from None
@@ -94,6 +109,21 @@ class PolicyDecision:
     def same_as(self, other: PolicyDecision) -> bool:
         """Whether two decisions do the same thing (the wording of a reason aside)."""
         return (self.outcome, self.kind) == (other.outcome, other.kind)
+
+
+def _read_json(reading: Reading) -> dict[str, JSONValue]:
+    return {"value": reading.spelling, "means": list(reading.meanings), "doubt": reading.doubt}
+
+
+def read_from_json(value: Any) -> tuple[Reading, ...]:
+    """``PolicyDecision.read`` as its record holds it; what does not read is left out."""
+    found = []
+    for item in value if isinstance(value, list) else []:
+        means = item.get("means") if isinstance(item, dict) else None
+        if isinstance(means, list) and isinstance(item.get("value"), str):
+            found.append(Reading(item["value"], tuple(str(m) for m in means),
+                                 str(item.get("doubt") or "")))  # fmt: skip
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -182,7 +212,7 @@ def identity_of(policy: Policy) -> str | None:
 # evaluation under the identity below, the policy's own wrapped; re-check unwraps it.
 DUPLICATE_KIND = "duplicate"
 # A request naming a path in Signoff's own folders waits for the operator as an approval of this
-# kind, whatever the policy said short of deny or abort (core/own_files.py).
+# kind, whatever the policy said short of deny or abort (core/policy/own_files.py).
 OWN_FILES_KIND = "own_files"
 
 
@@ -233,20 +263,29 @@ class ConfigPolicy:
         rules: Mapping[str, Sequence[ArgumentRule]] | None = None,
         fixed: Mapping[str, Mapping[str, JSONValue]] | None = None,
         clock: Callable[[], datetime] | None = None,
+        where: Where | None = None,
     ) -> None:
-        """``rules`` and ``fixed``: per tool, by the gate's name for it (``server/tool``)."""
+        """``rules`` and ``fixed``: per tool, by the gate's name for it (``server/tool``);
+        ``where``: the folder the servers read relative paths against (None: not known, and
+        a rule decides no request holding one: core/policy/meaning.py)."""
         self.classes = {**DEFAULT_RULES, **(classes or {})}
         self.tools = dict(tools or {})
         self.rules = {tool: tuple(found) for tool, found in (rules or {}).items() if found}
         self.fixed = {tool: dict(values) for tool, values in (fixed or {}).items()
                       if tool in self.rules and values}  # fmt: skip
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.where = where if where is not None else Where(None)
         self._identity: tuple[object, str] | None = None  # (the rules it was made from, it)
 
     def at(self, moment: datetime) -> ConfigPolicy:
         """The same policy, its clock stopped at ``moment`` (for a re-check)."""
         return ConfigPolicy(self.classes, self.tools, rules=self.rules, fixed=self.fixed,
-                            clock=lambda: moment)  # fmt: skip
+                            clock=lambda: moment, where=self.where)  # fmt: skip
+
+    def reading_from(self, where: Where) -> ConfigPolicy:
+        """The same policy, reading values from ``where`` (the servers' working directory)."""
+        return ConfigPolicy(self.classes, self.tools, rules=self.rules, fixed=self.fixed,
+                            clock=self.clock, where=where)  # fmt: skip
 
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         value = request.value()
@@ -261,14 +300,16 @@ class ConfigPolicy:
         rules = self.rules.get(tool)
         if not rules or decision.outcome is Outcome.DENY:
             return decision
-        from core import rules as argument_rules  # here: a policy with no rules loads none
+        from core.policy import rules as argument_rules  # here: a policy with no rules loads none
 
         arguments = as_received(value["arguments"], self.fixed.get(tool, {}))
-        found = argument_rules.deciding(
-            rules, arguments, destructive=side_effect is SideEffect.DESTRUCTIVE, now=self.clock()
-        )
+        decided = argument_rules.deciding(
+            rules, arguments, destructive=side_effect is SideEffect.DESTRUCTIVE, now=self.clock(),
+            where=self.where,
+        )  # fmt: skip
+        found = decided.rule
         if found is None:
-            return decision
+            return _asked(decision, decided, side_effect)
         note = f" ({found.note})" if found.note else ""
         if found.effect is argument_rules.Effect.REJECT:
             return PolicyDecision(Outcome.DENY, f"rejected by rule {found.id}{note}", rule=found.id)
@@ -323,6 +364,20 @@ def _rule(value: Any, where: str) -> Rule:
         return Rule(value)
     except ValueError:
         raise ConfigError(f"{where} = {value!r}: expected allow, approve or deny") from None
+
+
+def _asked(decision: PolicyDecision, decided: Decided, side_effect: SideEffect) -> PolicyDecision:
+    """Rule 7: a request no rule could read as one thing is asked, saying why: an allowed one
+    when a reject rule could not be ruled out, an asked one when an allow rule would have
+    allowed it as written."""
+    doubts = decided.doubts
+    if not doubts or (decision.outcome is Outcome.ALLOW and not decided.unsure):
+        return decision
+    said = "; ".join(f"{canonical.dumps_text(r.spelling)} {r.words()}" for r in doubts[:3])
+    reason = f"{decision.reason}; no rule decides it: {said}"
+    if decision.outcome is Outcome.ALLOW:
+        return PolicyDecision(Outcome.APPROVE, reason, kind=side_effect.value, read=doubts)
+    return replace(decision, reason=reason).reading(doubts)
 
 
 class DefaultPolicy(ConfigPolicy):

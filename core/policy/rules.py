@@ -12,30 +12,33 @@ Rules:
    the tool's fixed values (core/proxy/config.py) over them.
 3. A rule whose expiry is at or before the time it is asked about does nothing.
 4. Of the live rules on a tool, a matching ``reject`` rule decides before any ``allow`` rule
-   (the lowest id first, so the same request always names the same rule). A ``reject`` rule
-   matches the arguments as sent, and also as they read loosened (``loosened``: control
-   characters dropped, each path's ``.``, ``..`` and doubled separators folded): a path
-   spelled ``/a/./b``, ``/x/../a/b`` or ``//a/b`` is as rejected as ``/a/b``. Loosening only
-   ever adds matches, so it is never used for ``allow``.
-5. An ``allow`` rule does not decide a request any of whose strings (at any depth, object keys
-   too) holds a ``..`` path segment: such a request is decided as if there were no rule (it
-   is asked). A folder condition compares text (``under_folder``), so ``/notes/../secrets``
-   would otherwise read as inside ``/notes``; it also refuses a path holding a control
-   character (``/notes\n`` is not in ``/notes``), and a pattern never matches a text ending in
-   a line break (a pattern's ``$`` would match before it).
+   (the lowest id first, so the same request always names the same rule). Rules judge what a
+   value means, not how it is spelled (core/policy/judge.py, decision 0064): a ``reject`` rule
+   matches when any reading of the request could be in its set (``/a/./b``, ``~/a/b``, a
+   relative ``b`` from ``/a``, ``file://localhost/a/%62``, ``A@X.com`` in a list of
+   recipients...); an ``allow`` rule only when every value it judges has one meaning and that
+   meaning is in its set.
+5. A request a rule cannot read as one thing (a relative path with no known folder, an escape
+   that does not decode, an unknown scheme carrying dot segments, a ``..`` in a value read as
+   text, more readings than are checked) is decided by no rule: when a reject rule could not
+   be ruled out, or an allow rule would have matched it as written, it is asked, and
+   ``Decided.doubts`` says why. A folder condition (``under_folder``) also refuses a path
+   holding a control character (``/notes\n`` is not in ``/notes``), and a pattern never
+   matches a text ending in a line break (a pattern's ``$`` would match before it).
 8. A rule's id is the one its contents make (rule 1): a rule whose id is not is refused by
    name (``RuleIdMismatch``), so "allowed by rule R" always names what decided.
 6. An ``allow`` rule on a destructive tool decides only when the operator confirmed it for a
    destructive tool (``destructive``); one made before the tool was classified destructive
    does nothing until it is made again with that confirmation.
-7. What a rule cannot do is said by the policy (core/policy.py): it is asked only about a tool
-   the proxy offers (pinned, unchanged, classified), after the class or tool rule; a deny
+7. What a rule cannot do is said by the policy (core/policy/policy.py): it is asked only about
+   a tool the proxy offers (pinned, unchanged, classified), after the class or tool rule; a deny
    stands; the proxy's rules for Signoff's own files and duplicates come after it.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -54,15 +57,15 @@ from core.errors import (
     RuleRefused,
     SchemaRefused,
 )
+from core.policy import judge
+from core.policy.meaning import Reading, Where
 
 RULE_ID = re.compile(r"R[0-9a-f]{6}")
 KEYS = ("effect", "when", "expires", "note", "destructive")  # a rule's table in config.toml
 # A ``..`` (or ``.``) path segment, with either separator: what rule 5 and ``under_folder``
 # refuse. A word of prose ("wait...") holds none.
 DOT_SEGMENT = r"(^|[/\\])\.\.?([/\\]|$)"
-_DOT_SEGMENT = re.compile(DOT_SEGMENT)
 CONTROL = r"[\x00-\x1f\x7f]"  # what no folder's path holds (rule 5)
-_CONTROL = re.compile(CONTROL)
 LINE_END = r"\n$"  # a text ending in a line break, which a pattern's $ lets through (rule 5)
 _DURATION = re.compile(r"(\d{1,6})\s*(s|m|min|h|d|w)")
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -117,7 +120,16 @@ class ArgumentRule:
         return compile_schema(f"rule {self.id}", self.when)
 
     def matches(self, arguments: JSONValue) -> bool:
+        """Whether the condition, as written, holds for ``arguments`` as spelled."""
         return bool(self._validator.is_valid(arguments))
+
+    def by_meaning(self, where: Where) -> Callable[[JSONValue], bool] | None:
+        """The condition with its values compared by what they mean (core/policy/judge.py
+        rule 2), as read from ``where`` now; None when that changes nothing."""
+        normalized = judge.normalize(self.when, where)
+        if normalized == self.when:
+            return None
+        return _compiled(self.id, canonical.dumps_text(normalized)).is_valid  # type: ignore[no-any-return]
 
     def as_json(self) -> dict[str, JSONValue]:
         return {
@@ -137,6 +149,13 @@ class ArgumentRule:
         if self.destructive:
             table["destructive"] = True
         return table
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(rule: str, condition: str) -> Any:
+    from core.tools import compile_schema
+
+    return compile_schema(f"rule {rule}", canonical.loads(condition))
 
 
 def rule_id(
@@ -298,56 +317,53 @@ def expiry(text: str, now: datetime) -> datetime:
 # --- deciding --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Decided:
+    """What the rules made of a request: the rule that decides it (None: no rule does), and
+    the values no rule could read as one thing (rule 5): then it is asked."""
+
+    rule: ArgumentRule | None = None
+    doubts: tuple[Reading, ...] = ()
+    unsure: bool = False  # a reject rule could not be ruled out: asked even if allowed
+
+
 def deciding(
-    rules: Iterable[ArgumentRule], arguments: JSONValue, *, destructive: bool, now: datetime
-) -> ArgumentRule | None:
-    """The rule that decides a request with these ``arguments`` (as the server will receive
-    them), at ``now``: rules 3 to 6. None: no rule decides."""
+    rules: Iterable[ArgumentRule],
+    arguments: JSONValue,
+    *,
+    destructive: bool,
+    now: datetime,
+    where: Where | None = None,
+) -> Decided:
+    """What decides a request with these ``arguments`` (as the server will receive them), at
+    ``now``, values read from ``where`` (None: relative paths have no folder): rules 3 to 6."""
+    where = where if where is not None else Where(None)
     live = sorted((r for r in rules if not r.expired(now)), key=lambda r: r.id)
-    loose: JSONValue | None = None
+    doubts: list[Reading] = []
     for rule in live:
-        if rule.effect is not Effect.REJECT:
-            continue
-        if loose is None:
-            loose = loosened(arguments)
-        if rule.matches(arguments) or rule.matches(loose):  # rule 4
-            return rule
-    if has_dot_segment(arguments):
-        return None
+        if rule.effect is Effect.REJECT:
+            verdict = judge.reject(rule.when, rule.matches, rule.by_meaning(where), arguments,
+                                   where)  # fmt: skip
+            if verdict.matches:  # rule 4
+                return Decided(rule)
+            doubts.extend(verdict.doubts)
+    if doubts:  # a reject rule that could not be ruled out: asked (rule 5)
+        return Decided(None, _once(doubts), unsure=True)
     for rule in live:
         allowed_here = rule.destructive or not destructive  # rule 6
-        if rule.effect is Effect.ALLOW and allowed_here and rule.matches(arguments):
-            return rule
-    return None
+        if rule.effect is not Effect.ALLOW or not allowed_here:
+            continue
+        normalized = rule.by_meaning(where) or rule.matches
+        verdict = judge.allow(rule.when, normalized, arguments, where)
+        if verdict.matches:
+            return Decided(rule)
+        if verdict.doubts and rule.matches(arguments):  # it would have, as written
+            doubts.extend(verdict.doubts)
+    return Decided(None, _once(doubts))
 
 
-def loosened(value: JSONValue) -> JSONValue:
-    """The arguments as a reject rule also reads them (rule 4): each string without control
-    characters and, when it holds a separator, as a path with its ``.``, ``..`` and doubled
-    separators folded (``//a`` too, which POSIX keeps)."""
-    if isinstance(value, str):
-        text = _CONTROL.sub("", value)
-        if "/" in text or "\\" in text:
-            text = posixpath.normpath(text.replace("\\", "/"))
-            text = "/" + text.lstrip("/") if text.startswith("/") else text
-        return text
-    if isinstance(value, list):
-        return [loosened(item) for item in value]
-    if isinstance(value, dict):
-        return {key: loosened(item) for key, item in value.items()}
-    return value
-
-
-def has_dot_segment(arguments: JSONValue) -> bool:
-    return any(_DOT_SEGMENT.search(text) for text in _strings(arguments))
-
-
-def _strings(value: Any) -> Iterator[str]:
-    for node in _nodes(value):
-        if isinstance(node, str):
-            yield node
-        elif isinstance(node, dict):
-            yield from (key for key in node if isinstance(key, str))
+def _once(doubts: list[Reading]) -> tuple[Reading, ...]:
+    return tuple(dict.fromkeys(doubts))
 
 
 def _nodes(value: Any) -> Iterator[Any]:

@@ -10,12 +10,16 @@ Rules:
 2. Every string in the arguments, at any depth (an object's keys too), is read as a path: the
    whole string, and each word of it (split at white space, quotes and ``; | & < > ( )``, and
    after the first ``=``, as in ``--db=PATH``). A ``file:`` URL is read as its path,
-   percent-decoded; any other ``scheme:`` word is not a path. ``~`` is expanded and ``\\`` read
-   as ``/`` as ``core.present`` reads a path (``present.expand``).
+   percent-decoded, whatever its authority and slashes (``file:/p``, ``file://localhost/p``,
+   ``FILE:///p``); any other ``scheme:`` word is not a path. A word holding ``%`` escapes is
+   also read decoded. ``~`` is expanded and ``\\`` read as ``/`` as ``core.present`` reads a
+   path (``present.expand``).
 3. A path resolves into a folder when it is the folder or inside it, with symbolic links
    followed and each ``..`` taken after them (as the operating system takes it), or taken
    first, on the text (as a server that folds the text before it opens the path does):
-   either way counts.
+   either way counts. For a mutating call, a whole argument naming a folder above one of
+   Signoff's counts too (moving ``~/.config``, or ``.config`` from the home, takes Signoff's
+   configuration along); a word inside a longer text does not (prose is not a path).
 4. A relative path is read against the working directory the server starts in, when known
    (the proxy's, which its servers inherit); when it is not known a relative path names
    nothing. Text longer than ``PATH_MAX`` characters, or holding NUL, names no path.
@@ -40,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from core import canonical, paths, present
-from core.policy import (
+from core.policy.policy import (
     OWN_FILES_KIND,
     Outcome,
     Policy,
@@ -108,10 +112,10 @@ class OwnFiles:
                 if len(seen) >= MOST_CHECKED:
                     return (*sorted(found), TOO_MANY)
                 seen.add(path)
-                # A folder above Signoff's only as a whole argument, written absolute (after ~):
-                # a word of prose ("home" from a server started in /, the "/" of "<img/>") is
-                # far more often no path at all.
-                above = path == whole and os.path.isabs(path)
+                # A folder above Signoff's only as a whole argument (absolute, after ~, or
+                # relative to the server's folder: ".config" from the home): a word of prose
+                # ("home" in a sentence, the "/" of "<img/>") is far more often no path at all.
+                above = path == whole
                 for where in _resolved(path, cwd):
                     if _inside(_key(where), roots) or (above and _holds(_key(where), roots)):
                         found.add(where)
@@ -194,6 +198,10 @@ def _paths(text: str) -> Iterator[str]:
         path = _path(word)
         if path is not None:
             yield path
+        if "%" in word and not _FILE_URL.match(word):  # a server may decode it (rule 2)
+            decoded = _path(urllib.parse.unquote(word))
+            if decoded is not None:
+                yield decoded
 
 
 def _path(word: str) -> str | None:

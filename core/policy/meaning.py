@@ -1,0 +1,420 @@
+"""What a value means: the file, the resource or the recipients a string names, however it is
+spelled (decision 0064). One place says it for the rules on arguments (core/policy/rules.py),
+the own-files rule (core/policy/own_files.py) and the prompt. Pure code but for one thing: it
+asks this machine where symbolic links lead.
+
+Rules:
+
+1. A string is read in a domain: a path, a URI, an e-mail address, or text. A ``Reading`` is
+   what it means there: one or more meanings (a value that may mean either of two things has
+   both), or a ``doubt`` saying why it cannot be read as one thing.
+2. A path: ``~`` expanded as servers expand it (the home of the account they run as), a
+   ``file:`` URL taken for the path it names, a relative path joined to the folder it is read
+   against (``Where.cwd``, the server's working directory; unknown: doubt), then resolved on
+   this machine with ``..`` taken after symbolic links (as the operating system opens it) and
+   before them (as a server that folds the text first opens it): both meanings count. Case is
+   folded where the file system ignores it. A path holding a control character, NUL, or longer
+   than ``PATH_MAX`` is a doubt.
+3. A URI, as RFC 3986 section 6 says: scheme and host case-folded, a port that is the
+   scheme's default dropped, percent-escapes of unreserved characters decoded and the others
+   written in capitals, dot segments removed (escaped ones too, ``%2e%2e``) for the schemes
+   whose readers resolve them (``RESOLVING``); a ``file:`` URL with an empty or ``localhost``
+   authority, in any slash form, is ``file://`` and the path it names as rule 2 resolves it.
+   Doubts: an escape that does not decode, a ``file:`` URL naming another machine or no
+   absolute path, a scheme Signoff does not know carrying dot segments (its server may or may
+   not resolve them).
+4. An e-mail address: each address a text holds (``Name <a@x>``, ``a@x, b@y``), lower-cased.
+   A text with no address, or holding an ``@`` that is in no address it yields, is a doubt.
+5. Text means itself; one holding a ``.`` or ``..`` path segment (spelled, or escaped as
+   ``%2e``) is a doubt: read as text, it could still be a path that climbs.
+6. ``readings``: everything a string could be taken for by anyone who receives it: the
+   spelling, the spelling without control characters or percent-escapes, and its meanings in
+   every domain it can be read in (doubts aside). What a reject rule and the own-files rule
+   check: anything that could be in their set.
+7. ``domain_of``: the domain of a literal the operator wrote (a rule's value, folder or the
+   fixed start of its pattern): a scheme makes a URI, ``/``, ``~`` or a drive a path, one
+   ``@`` between words an address; anything else is text.
+8. ``shown``: what a prompt shows beside the spelling: each value that reads as a path (it
+   begins with ``/``, ``~``, ``.`` or a drive, or holds a separator and no white space) or a
+   ``file:`` URL, or a URI holding escapes or dot segments, whose meaning is not its spelling
+   (a trailing separator aside) or that cannot be read as one thing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import enum
+import os
+import posixpath
+import re
+import sys
+import urllib.parse
+from dataclasses import dataclass
+
+PATH_MAX = 4096
+FOLDS_CASE = sys.platform in ("darwin", "win32")  # their usual file systems ignore case
+# Schemes whose readers resolve dot segments as RFC 3986 section 5.2.4 says (rule 3).
+RESOLVING = frozenset({"file", "http", "https", "ws", "wss", "ftp"})
+DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21"}
+UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+DRIVE = re.compile(r"^[A-Za-z]:[/\\]")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+DOT_SEGMENT = re.compile(r"(^|[/\\])\.\.?([/\\]|$)")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_ESCAPED_DOT = re.compile(r"%2[eE]")
+_ADDRESS = re.compile(r"[^@\s<>,;]+@[^@\s<>,;]+")
+_FILE_URL = re.compile(r"^file:", re.IGNORECASE)
+_META = frozenset(".^$*+?{}[]|()")
+_SEPARATORS = ("/", "\\") if sys.platform == "win32" else ("/",)
+
+
+class Domain(enum.StrEnum):
+    PATH = "path"
+    URI = "uri"
+    ADDRESS = "address"
+    TEXT = "text"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a value is read: the folder a relative path is read against (the server's
+    working directory; None: not known), and whether case is folded (rule 2)."""
+
+    cwd: str | None = None
+    folds_case: bool = FOLDS_CASE
+
+    @classmethod
+    def here(cls) -> Where:
+        """This process's working directory, which the servers it starts inherit."""
+        try:
+            return cls(os.getcwd())
+        except OSError:  # the working directory was removed: relative paths name nothing
+            return cls(None)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What ``spelling`` means in one domain (rule 1)."""
+
+    spelling: str
+    meanings: tuple[str, ...] = ()
+    doubt: str = ""  # why it cannot be read as one thing; "" when it can
+
+    @property
+    def differs(self) -> bool:
+        """Whether what it means is other than how it is written (a prompt says so)."""
+        return bool(self.doubt) or self.meanings not in ((), (self.spelling,))
+
+    def words(self) -> str:
+        """``resolves to /a`` / ``resolves to /a or /b`` / the doubt, for a prompt."""
+        if self.doubt:
+            return self.doubt
+        return "resolves to " + " or ".join(self.meanings)
+
+
+def read(text: str, domain: Domain, where: Where) -> Reading:
+    """What ``text`` means in ``domain`` (rules 2 to 5)."""
+    if domain is Domain.PATH:
+        return path(text, where)
+    if domain is Domain.URI:
+        return uri(text, where)
+    if domain is Domain.ADDRESS:
+        return address(text)
+    if _has_dot_segment(text):
+        return Reading(text, (text,), "holds a . or .. segment, and is read as text")
+    return Reading(text, (text,))
+
+
+# --- paths ----------------------------------------------------------------------------------
+
+
+def path(text: str, where: Where) -> Reading:
+    """Rule 2."""
+    if not text or len(text) > PATH_MAX or CONTROL.search(text):
+        return Reading(text, (), "is no path Signoff reads (empty, too long or a control"
+                                 " character in it)")  # fmt: skip
+    local = text
+    if _FILE_URL.match(text):
+        local, doubt = _file_url_path(text)
+        if doubt:
+            return Reading(text, (), doubt)
+    elif SCHEME.match(text) and not DRIVE.match(text):
+        return Reading(text, (), "is a URL of another kind, not a path")
+    absolute = _absolute(local, where)
+    if absolute is None:
+        return Reading(text, (), "is a relative path, and the folder it is read against is"
+                                 " not known")  # fmt: skip
+    return Reading(text, _resolved(absolute, where))
+
+
+def _absolute(text: str, where: Where) -> str | None:
+    text = os.path.expanduser(text)
+    if os.path.isabs(text):
+        return text
+    return None if where.cwd is None else os.path.join(where.cwd, text)
+
+
+def _resolved(absolute: str, where: Where) -> tuple[str, ...]:
+    fold = posixpath.normpath if os.sep == "/" else os.path.normpath
+    found: tuple[str, ...] = (_real(absolute), _real(fold(absolute)))
+    if where.folds_case:
+        found = tuple(p.casefold() for p in found)
+    return tuple(dict.fromkeys(found))
+
+
+def _real(text: str) -> str:
+    try:
+        return os.path.realpath(text)
+    except (OSError, ValueError):  # a loop the non-strict walk gave up on
+        return os.path.abspath(text)
+
+
+def _file_url_path(text: str) -> tuple[str, str]:
+    """The local path a ``file:`` URL names, or "" and why it names none (rule 3)."""
+    if _BAD_ESCAPE.search(text):
+        return "", "holds a % that is no escape"
+    parts = urllib.parse.urlsplit(text)
+    if parts.netloc.lower() not in ("", "localhost"):
+        return "", f"is a file URL naming another machine ({parts.netloc})"
+    try:
+        local = urllib.parse.unquote(parts.path, errors="strict")
+    except UnicodeDecodeError:
+        return "", "holds escapes that are not UTF-8"
+    if not local.startswith("/") or "\0" in local or CONTROL.search(local):
+        return "", "is a file URL naming no absolute path"
+    if sys.platform == "win32" and re.match(r"^/[A-Za-z]:", local):
+        local = local[1:]
+    return local, ""
+
+
+# --- URIs -----------------------------------------------------------------------------------
+
+
+def uri(text: str, where: Where) -> Reading:
+    """Rule 3."""
+    found = SCHEME.match(text)
+    if found is None or DRIVE.match(text):
+        return Reading(text, (), "is no URI (it has no scheme)")
+    if CONTROL.search(text) or _BAD_ESCAPE.search(text):
+        return Reading(text, (), "holds a control character or a % that is no escape")
+    scheme = found[1].lower()
+    if scheme == "file":
+        local, doubt = _file_url_path(text)
+        if doubt:
+            return Reading(text, (), doubt)
+        meanings = _resolved(local, where)
+        return Reading(text, tuple(file_url(m) for m in meanings))
+    parts = urllib.parse.urlsplit(text)
+    netloc = (
+        _netloc(scheme, parts.netloc) if parts.netloc or "//" in text[: len(scheme) + 3] else ""
+    )
+    path_part = _escapes(parts.path)
+    resolves = scheme in RESOLVING
+    if not resolves and _has_dot_segment(path_part):
+        return Reading(text, (_join(scheme, netloc, path_part, parts, text),),
+                       f"holds . or .. segments, and whether the server of {scheme}: URIs"
+                       " resolves them is not known")  # fmt: skip
+    if resolves:
+        path_part = remove_dot_segments(path_part)
+        if netloc and not path_part:
+            path_part = "/"
+    return Reading(text, (_join(scheme, netloc, path_part, parts, text),))
+
+
+def file_url(local: str) -> str:
+    """The ``file:`` URL of an absolute local path, escaped as RFC 3986 needs and no more."""
+    return "file://" + urllib.parse.quote(local.replace(os.sep, "/"), safe="/!$&'()*+,;=:@~")
+
+
+def _join(scheme: str, netloc: str, path_part: str, parts: urllib.parse.SplitResult,
+          text: str) -> str:  # fmt: skip
+    out = f"{scheme}:"
+    if netloc or text[len(scheme) + 1 :].startswith("//"):
+        out += "//" + netloc
+    out += path_part
+    if "?" in text:
+        out += "?" + _escapes(parts.query)
+    if "#" in text:
+        out += "#" + _escapes(parts.fragment)
+    return out
+
+
+def _netloc(scheme: str, netloc: str) -> str:
+    user, at, host = netloc.rpartition("@")
+    host = _escapes(host).lower()
+    if host.endswith(":"):
+        host = host[:-1]
+    name, colon, port = host.rpartition(":")
+    if colon and "]" not in port and port == DEFAULT_PORTS.get(scheme):
+        host = name
+    return f"{_escapes(user)}{at}{host}"
+
+
+def _escapes(text: str) -> str:
+    """Percent-escapes normalized: an unreserved character decoded, any other in capitals."""
+
+    def one(found: re.Match[str]) -> str:
+        char = chr(int(found[1], 16))
+        return char if char in UNRESERVED else "%" + found[1].upper()
+
+    return _ESCAPE.sub(one, text)
+
+
+def remove_dot_segments(path_part: str) -> str:
+    """RFC 3986 section 5.2.4."""
+    out: list[str] = []
+    text = path_part
+    while text:
+        if text.startswith("../"):
+            text = text[3:]
+        elif text.startswith("./") or text.startswith("/./"):
+            text = text[2:]
+        elif text == "/.":
+            text = "/"
+        elif text.startswith("/../"):
+            text = text[3:]
+            if out:
+                out.pop()
+        elif text == "/..":
+            text = "/"
+            if out:
+                out.pop()
+        elif text in (".", ".."):
+            text = ""
+        else:
+            cut = text.find("/", 1)
+            cut = len(text) if cut == -1 else cut
+            out.append(text[:cut])
+            text = text[cut:]
+    return "".join(out)
+
+
+# --- addresses and text ---------------------------------------------------------------------
+
+
+def address(text: str) -> Reading:
+    """Rule 4."""
+    if CONTROL.search(text):
+        return Reading(text, (), "holds a control character")
+    found = [addr.strip().lower().rstrip(".") for _, addr in email.utils.getaddresses([text])]
+    found = [a for a in found if a]
+    if not found or any(_ADDRESS.fullmatch(a) is None for a in found):
+        return Reading(text, (), "is no e-mail address Signoff can read")
+    if text.count("@") != len(found):
+        return Reading(text, tuple(found), "holds an @ that is in no address it yields")
+    return Reading(text, tuple(dict.fromkeys(found)))
+
+
+def _has_dot_segment(text: str) -> bool:
+    return bool(DOT_SEGMENT.search(text) or DOT_SEGMENT.search(_ESCAPED_DOT.sub(".", text)))
+
+
+# --- everything a string could be taken for (rule 6) ----------------------------------------
+
+
+def readings(text: str, where: Where) -> tuple[str, ...]:
+    """The spelling and everything else ``text`` could be taken for (rule 6), in order."""
+    found = [text]
+    plain = CONTROL.sub("", text)
+    found.append(plain)
+    if "%" in plain:
+        with contextlib.suppress(UnicodeDecodeError):
+            found.append(urllib.parse.unquote(plain, errors="strict"))
+    if "\\" in plain:
+        found.append(plain.replace("\\", "/"))
+    if SCHEME.match(plain) and not DRIVE.match(plain):
+        found.extend(uri(plain, where).meanings)
+        if _FILE_URL.match(plain):
+            found.extend(path(plain, where).meanings)
+        else:  # as a reader that does not know the scheme may take it: dots and all resolved
+            found.append(remove_dot_segments(_escapes(plain)))
+    for each in list(found[1:]) if "@" in plain else ():
+        found.extend(address(each).meanings)
+    for each in list(dict.fromkeys(found)):
+        if not SCHEME.match(each) or DRIVE.match(each):
+            found.extend(path(each, where).meanings)
+    return tuple(dict.fromkeys(found))
+
+
+# --- what a person is shown (rule 8) ---------------------------------------------------------
+
+MOST_SHOWN = 20  # values whose meaning a prompt shows; past it, the first are enough to stop one
+
+
+def shown(arguments: object, where: Where) -> tuple[Reading, ...]:
+    """Rule 8: the values of ``arguments`` (at any depth) that read as a path or a URI and
+    mean something other than they say, or cannot be read as one thing; at most ``MOST_SHOWN``."""
+    found: list[Reading] = []
+    stack = [arguments]
+    while stack and len(found) < MOST_SHOWN:
+        item = stack.pop()
+        if isinstance(item, str):
+            reading = _shown(item, where)
+            if reading is not None:
+                found.append(reading)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return tuple(dict.fromkeys(found))
+
+
+def _shown(text: str, where: Where) -> Reading | None:
+    if not text or len(text) > PATH_MAX or CONTROL.search(text):
+        return None
+    if _FILE_URL.match(text):
+        reading = path(text, where)
+    elif SCHEME.match(text) and not DRIVE.match(text):
+        if "%" not in text and not _has_dot_segment(text):
+            return None
+        reading = uri(text, where)
+    elif (
+        text.startswith(("/", "~", ".", *_SEPARATORS))
+        or DRIVE.match(text)
+        or (any(s in text for s in _SEPARATORS) and not any(c.isspace() for c in text))
+    ):
+        reading = path(text, where)
+    else:
+        return None
+    plain = text.rstrip("".join(_SEPARATORS)) or text
+    same = (plain.casefold(),) if where.folds_case else (plain,)
+    if not reading.doubt and reading.meanings in ((text,), same):
+        return None
+    return reading
+
+
+# --- the domain of what the operator wrote (rule 7) -----------------------------------------
+
+
+def domain_of(literal: str) -> Domain:
+    if DRIVE.match(literal) or literal.startswith(("/", "~", "\\\\")):
+        return Domain.PATH
+    if SCHEME.match(literal):
+        return Domain.URI
+    if _ADDRESS.fullmatch(literal.strip()):
+        return Domain.ADDRESS
+    return Domain.TEXT
+
+
+def pattern_start(regex: str) -> str | None:
+    """The fixed text a pattern anchored with ``^`` begins with (escapes undone), or None."""
+    if not regex.startswith("^"):
+        return None
+    out: list[str] = []
+    index = 1
+    while index < len(regex):
+        char = regex[index]
+        if char == "\\" and index + 1 < len(regex) and not regex[index + 1].isalnum():
+            out.append(regex[index + 1])
+            index += 2
+            continue
+        if char == "\\" or char in _META:
+            if char in "*?{" and out:  # the character before may be absent
+                out.pop()
+            break
+        out.append(char)
+        index += 1
+    return "".join(out)
