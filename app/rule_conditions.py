@@ -23,7 +23,7 @@ from typing import Any
 from core import canonical, marks
 from core.canonical import JSONValue
 from core.errors import RuleConditionInvalid, SignoffError
-from core.policy import rules
+from core.policy import meaning, rules
 
 ANY, EQUALS, FOLDER, PATTERN, AT_MOST = "any", "equals", "folder", "pattern", "at_most"
 CHOICES = {ANY: "any value", EQUALS: "equals this value", FOLDER: "is in the folder",
@@ -46,7 +46,9 @@ def choices_for(value: Any) -> tuple[str, ...]:
 def prefill(choice: str, value: Any) -> str:
     """What a condition's field opens with for this value (rule 2)."""
     if choice == FOLDER and isinstance(value, str) and value.startswith("/"):
-        return posixpath.dirname(value.rstrip("/")) or "/"
+        # The folder the path resolves in, written plainly (``/a/../b/c`` is in ``/b``).
+        meant = meaning.path(value, meaning.Where(None)).meanings or (value,)
+        return posixpath.dirname(meant[0].rstrip("/")) or "/"
     if choice == PATTERN and isinstance(value, str):
         return f"^{re.escape(value)}$"
     if choice == AT_MOST and is_number(value):

@@ -80,6 +80,7 @@ from core.errors import (
     SignoffError,
 )
 from core.policy import rules
+from core.policy.meaning import Where
 from core.policy.policy import PolicyRequest, as_received
 from core.policy.rules import ArgumentRule, Effect
 from core.proxy import manage
@@ -402,7 +403,9 @@ class RuleEditor(QDialog):
                 side_effect=SideEffect(self.pending.side_effect), run_id=self.pending.run_id,
                 goal="", step=0, consecutive_failures=0,
             )  # fmt: skip
-            decision = self.state.config.policy().evaluate(request)
+            # Relative paths read from the folder the proxy read them from (decision 0064).
+            where = Where(self.pending.cwd) if self.pending.cwd else None
+            decision = self.state.config.policy(where).evaluate(request)
         except (SignoffError, ValueError):
             return ""
         if decision.rule != rule.id:

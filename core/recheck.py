@@ -19,6 +19,8 @@ Rules:
 6. A run allowed under a standing grant (core/grants.py: an allow of kind ``grant``) was decided
    by the operator, not the policy: it stands for the policy's allow or approve behind it, so it
    differs only when the policy would now deny or abort.
+7. Rules on arguments read a relative path against the folder the evaluation recorded
+   (``PolicyDecision.cwd``, core/policy/meaning.py), and symbolic links as they lead now.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from datetime import datetime
 from core import canonical
 from core.errors import JSONRefused, NotRecheckable, UnknownRun
 from core.grants import GRANT_KIND
+from core.policy.meaning import Where
 from core.policy.policy import (
     DUPLICATE_KIND,
     OWN_FILES_KIND,
@@ -88,6 +91,8 @@ def recheck(store: Store, run_id: str, policy: Policy) -> Recheck:
         then = PolicyDecision.from_json(payload["decision"])
         request = PolicyRequest(canonical.dumps_text(payload["request"]))
         asked = policy if at is None else at(_time(seq, when))
+        if then.cwd and hasattr(asked, "reading_from"):  # rule 7
+            asked = asked.reading_from(Where(then.cwd))
         now = asked.evaluate(request)
         if not _same(then, now):
             then_policy = payload["policy"] if isinstance(payload["policy"], str) else None

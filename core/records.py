@@ -169,6 +169,7 @@ class PendingRequest:
     # What the request's paths and URLs mean where their spelling says otherwise, as the policy
     # read them when it asked (``PolicyDecision.read``, core/policy/meaning.py rule 8).
     read: tuple[Reading, ...] = ()
+    cwd: str = ""  # the folder the policy read relative paths against (``PolicyDecision.cwd``)
 
 
 def fixed_values(spec: Any) -> str:
@@ -187,7 +188,7 @@ def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
     rows = conn.execute(
         "SELECT a.id, a.run_id, r.server, COALESCE(r.tool, s.tool_name), s.arguments,"
         " a.request_hash, a.kind, t.spec, a.created_at, COALESCE(a.policy_reason, ''),"
-        " (SELECT json_extract(e.payload, '$.decision.read') FROM events e"
+        " (SELECT json_extract(e.payload, '$.decision') FROM events e"
         "  WHERE e.run_id = a.run_id AND e.kind = 'step.policy' ORDER BY e.seq DESC LIMIT 1)"
         " FROM approvals a JOIN runs r ON r.id = a.run_id"
         " JOIN steps s ON s.run_id = a.run_id AND s.idx = a.step_idx"
@@ -214,10 +215,18 @@ def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
                 row[9],
                 str(spec.get("description", "")),
                 fixed_values(spec),
-                read_from_json(canonical.loads(row[10]) if row[10] else None),
+                *_read_and_cwd(row[10]),
             )
         )
     return found
+
+
+def _read_and_cwd(decision: str | None) -> tuple[tuple[Reading, ...], str]:
+    """What the policy read the request's values as, and from which folder."""
+    value = canonical.loads(decision) if decision else {}
+    if not isinstance(value, dict):
+        return (), ""
+    return read_from_json(value.get("read")), str(value.get("cwd") or "")
 
 
 def decided_by_rule(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, tuple[str, str]]:

@@ -15,9 +15,10 @@ Rules:
    condition holds the folder as written and as it resolves.
 3. ``reject``: the rule matches when the condition holds for any reading of the request: each
    string judged replaced by anything it could be taken for (``meaning.readings``), each list
-   also by each of its elements alone (a reject rule on recipients matches a list holding one),
-   in every combination, against the condition as written and with its values compared by
-   meaning (rule 2).
+   or object also by each of its members alone (a reject rule on recipients matches a list
+   holding one), in every combination (a list too long for that: its elements alone and all
+   in their first, second... reading), against the condition as written and with its values
+   compared by meaning (rule 2).
 4. ``allow``: the rule matches only when every string it judges has a meaning in its domain
    (no doubt) and the condition holds for every combination of those meanings. A string it does
    not judge, or judges as text, that holds a ``.`` or ``..`` segment (spelled or escaped) is a
@@ -52,6 +53,7 @@ TOO_MANY = "has more readings than Signoff checks in one request"
 class Verdict:
     matches: bool
     doubts: tuple[Reading, ...] = ()  # why the rule could not decide
+    judged: bool = False  # a doubt is about a value the rule judges (not a dot in another)
 
 
 class _TooMany(Exception):
@@ -103,9 +105,9 @@ def allow(
             )
         )
     except _Doubt as e:
-        return Verdict(False, (e.reading,))
+        return Verdict(False, (e.reading,), judged=True)
     except _TooMany:
-        return Verdict(False, (Reading("(the arguments)", (), TOO_MANY),))
+        return Verdict(False, (Reading("(the arguments)", (), TOO_MANY),), judged=True)
     return Verdict(all(normalized(d) for d in documents))
 
 
@@ -287,15 +289,20 @@ def _any_reading(value: JSONValue, where: Where) -> list[Any]:
         return list(meaning.readings(value, where))
     if isinstance(value, list):
         each = [_any_reading(v, where) for v in value]
-        _count(each)
-        whole = [list(c) for c in itertools.product(*each)]
         alone = [v for found in each for v in found]
+        try:
+            _count(each)
+            whole = [list(c) for c in itertools.product(*each)]
+        except _TooMany:  # a long list: its elements alone, and each k-th reading of all
+            longest = max(len(found) for found in each)
+            whole = [[found[min(k, len(found) - 1)] for found in each] for k in range(longest)]
         return [*whole, *alone]
     if isinstance(value, dict):
         keys = list(value)
         each = [_any_reading(value[k], where) for k in keys]
         _count(each)
-        return [dict(zip(keys, c, strict=True)) for c in itertools.product(*each)]
+        whole_object = [dict(zip(keys, c, strict=True)) for c in itertools.product(*each)]
+        return [*whole_object, *(v for found in each for v in found)]
     return [value]
 
 

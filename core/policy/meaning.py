@@ -20,17 +20,19 @@ Rules:
    written in capitals, dot segments removed (escaped ones too, ``%2e%2e``) for the schemes
    whose readers resolve them (``RESOLVING``); a ``file:`` URL with an empty or ``localhost``
    authority, in any slash form, is ``file://`` and the path it names as rule 2 resolves it.
-   Doubts: an escape that does not decode, a ``file:`` URL naming another machine or no
-   absolute path, a scheme Signoff does not know carrying dot segments (its server may or may
-   not resolve them).
+   A host's final dot is dropped. Doubts: an escape that does not decode, a ``file:`` URL
+   naming another machine or no absolute path, a scheme Signoff does not know carrying dot
+   segments (its server may or may not resolve them), a ``\\`` or an escaped ``/`` or ``\\``
+   in the path of a scheme that resolves dot segments (some readers take them for separators).
 4. An e-mail address: each address a text holds (``Name <a@x>``, ``a@x, b@y``), lower-cased.
    A text with no address, or holding an ``@`` that is in no address it yields, is a doubt.
 5. Text means itself; one holding a ``.`` or ``..`` path segment (spelled, or escaped as
    ``%2e``) is a doubt: read as text, it could still be a path that climbs.
 6. ``readings``: everything a string could be taken for by anyone who receives it: the
-   spelling, the spelling without control characters or percent-escapes, and its meanings in
-   every domain it can be read in (doubts aside). What a reject rule and the own-files rule
-   check: anything that could be in their set.
+   spelling; the spelling without control characters, percent-decoded, with ``\\`` for ``/``;
+   and the meanings of each of those in every domain it can be read in (doubts aside; a
+   ``file:`` URL's path whatever machine it names). What a reject rule checks: anything that
+   could be in its set.
 7. ``domain_of``: the domain of a literal the operator wrote (a rule's value, folder or the
    fixed start of its pattern): a scheme makes a URI, ``/``, ``~`` or a drive a path, one
    ``@`` between words an address; anything else is text.
@@ -65,6 +67,7 @@ DOT_SEGMENT = re.compile(r"(^|[/\\])\.\.?([/\\]|$)")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _ESCAPED_DOT = re.compile(r"%2[eE]")
+_SEPARATOR_ESCAPE = re.compile(r"%(2[fF]|5[cC])")
 _ADDRESS = re.compile(r"[^@\s<>,;]+@[^@\s<>,;]+")
 _FILE_URL = re.compile(r"^file:", re.IGNORECASE)
 _META = frozenset(".^$*+?{}[]|()")
@@ -213,6 +216,10 @@ def uri(text: str, where: Where) -> Reading:
     )
     path_part = _escapes(parts.path)
     resolves = scheme in RESOLVING
+    if resolves and ("\\" in path_part or _SEPARATOR_ESCAPE.search(path_part)):
+        return Reading(text, (_join(scheme, netloc, path_part, parts, text),),
+                       "holds a \\ or an escaped / or \\, which some readers take for a"
+                       " separator")  # fmt: skip
     if not resolves and _has_dot_segment(path_part):
         return Reading(text, (_join(scheme, netloc, path_part, parts, text),),
                        f"holds . or .. segments, and whether the server of {scheme}: URIs"
@@ -247,6 +254,7 @@ def _netloc(scheme: str, netloc: str) -> str:
     host = _escapes(host).lower()
     if host.endswith(":"):
         host = host[:-1]
+    host = re.sub(r"\.(?=:|$)", "", host)  # "example.com." is "example.com"
     name, colon, port = host.rpartition(":")
     if colon and "]" not in port and port == DEFAULT_PORTS.get(scheme):
         host = name
@@ -317,31 +325,33 @@ def _has_dot_segment(text: str) -> bool:
 
 def readings(text: str, where: Where) -> tuple[str, ...]:
     """The spelling and everything else ``text`` could be taken for (rule 6), in order."""
-    found = [text]
     plain = CONTROL.sub("", text)
-    found.append(plain)
+    bases = [text, plain]
     if "%" in plain:
         with contextlib.suppress(UnicodeDecodeError):
-            found.append(urllib.parse.unquote(plain, errors="strict"))
+            bases.append(urllib.parse.unquote(plain, errors="strict"))
     if "\\" in plain:
-        found.append(plain.replace("\\", "/"))
-    if SCHEME.match(plain) and not DRIVE.match(plain):
-        found.extend(uri(plain, where).meanings)
-        if _FILE_URL.match(plain):
-            found.extend(path(plain, where).meanings)
-        else:  # as a reader that does not know the scheme may take it: dots and all resolved
-            found.append(remove_dot_segments(_escapes(plain)))
-    for each in list(found[1:]) if "@" in plain else ():
-        found.extend(address(each).meanings)
-    for each in list(dict.fromkeys(found)):
-        if not SCHEME.match(each) or DRIVE.match(each):
-            found.extend(path(each, where).meanings)
+        bases.append(plain.replace("\\", "/"))
+    found = list(bases)
+    for base in dict.fromkeys(bases):
+        if SCHEME.match(base) and not DRIVE.match(base):
+            found.extend(uri(base, where).meanings)
+            if _FILE_URL.match(base):  # whatever machine it names: a reader may ignore it
+                local = urllib.parse.unquote(urllib.parse.urlsplit(base).path)
+                found.extend(path(local, where).meanings if local.startswith("/") else ())
+            else:  # as a reader that does not know the scheme may take it: dots resolved
+                found.append(remove_dot_segments(_escapes(base)))
+        else:
+            found.extend(path(base, where).meanings)
+        if "@" in base:
+            found.extend(address(base).meanings)
     return tuple(dict.fromkeys(found))
 
 
 # --- what a person is shown (rule 8) ---------------------------------------------------------
 
 MOST_SHOWN = 20  # values whose meaning a prompt shows; past it, the first are enough to stop one
+MOST_LOOKED = 1000  # strings looked at for it: a request of a million paths is not walked
 
 
 def shown(arguments: object, where: Where) -> tuple[Reading, ...]:
@@ -349,9 +359,11 @@ def shown(arguments: object, where: Where) -> tuple[Reading, ...]:
     mean something other than they say, or cannot be read as one thing; at most ``MOST_SHOWN``."""
     found: list[Reading] = []
     stack = [arguments]
-    while stack and len(found) < MOST_SHOWN:
+    looked = 0
+    while stack and len(found) < MOST_SHOWN and looked < MOST_LOOKED:
         item = stack.pop()
         if isinstance(item, str):
+            looked += 1
             reading = _shown(item, where)
             if reading is not None:
                 found.append(reading)

@@ -17,14 +17,14 @@ Rules:
    evaluation, so a re-check can say which policy decided.
 6. A policy that raises, or answers something that is not a ``PolicyDecision``, fails closed:
    the gate records the failure by its type's name and ends the run; nothing runs.
-7. Rules on a tool's arguments (core/policy/rules.py) are asked after the tool's or its
-   class's rule, about the arguments as the server will receive them (the tool's fixed values
-   over them): a deny stands; a matching ``reject`` rule denies an allowed or asked request; a
+7. Rules on a tool's arguments (core/policy/rules.py) are asked after the tool's or its class's
+   rule, about the arguments as the server will receive them (the tool's fixed values over
+   them): a deny stands; a matching ``reject`` rule denies an allowed or asked request; a
    matching ``allow`` rule allows an asked one without asking. The decision names the rule
-   (``rule``). A request the rules cannot read as one thing (core/policy/rules.py rule 5) is asked, an
-   allowed one too, and the decision says why (``read``).
-   An expiry is compared with the policy's clock: the wall clock, or (``at``) the time of the
-   evaluation a re-check repeats.
+   (``rule``). A request the rules cannot read as one thing (core/policy/rules.py rule 5) is
+   asked, an allowed one too, and the decision says why (``read``). An expiry is compared with
+   the policy's clock: the wall clock, or (``at``) the time of the evaluation a re-check
+   repeats.
 8. The MCP proxy's duplicate rule stands in front of the policy (``DUPLICATE_KIND``,
    ``behind_duplicate_rule``), and so does the rule for Signoff's own files (``OWN_FILES_KIND``,
    core/policy/own_files.py), and the operator's standing grants (core/grants.py: an allow of kind
@@ -68,6 +68,7 @@ class PolicyDecision:
     # Values whose meaning differs from their spelling, or that could not be read as one thing
     # (core/policy/meaning.py): the prompt shows them, and never approves from a notification.
     read: tuple[Reading, ...] = ()
+    cwd: str = ""  # the folder the rules read relative paths against, when they were asked
 
     def as_json(self) -> dict[str, JSONValue]:
         value: dict[str, JSONValue] = {
@@ -82,6 +83,8 @@ class PolicyDecision:
             value["grant"] = self.grant
         if self.read:
             value["read"] = [_read_json(r) for r in self.read]
+        if self.cwd:
+            value["cwd"] = self.cwd
         return value
 
     def reading(self, read: tuple[Reading, ...]) -> PolicyDecision:
@@ -102,6 +105,7 @@ class PolicyDecision:
                 rule=str(value.get("rule") or ""),
                 grant=str(value.get("grant") or ""),
                 read=read_from_json(value.get("read")),
+                cwd=str(value.get("cwd") or ""),
             )
         except (KeyError, ValueError) as e:
             raise NotRecheckable(f"a recorded policy decision is incomplete: {e}") from None
@@ -308,14 +312,17 @@ class ConfigPolicy:
             where=self.where,
         )  # fmt: skip
         found = decided.rule
+        cwd = self.where.cwd or ""  # recorded: a re-check reads relative paths as this did
         if found is None:
-            return _asked(decision, decided, side_effect)
+            return replace(_asked(decision, decided, side_effect), cwd=cwd)
         note = f" ({found.note})" if found.note else ""
         if found.effect is argument_rules.Effect.REJECT:
-            return PolicyDecision(Outcome.DENY, f"rejected by rule {found.id}{note}", rule=found.id)
+            return PolicyDecision(Outcome.DENY, f"rejected by rule {found.id}{note}",
+                                  rule=found.id, cwd=cwd)  # fmt: skip
         if decision.outcome is Outcome.APPROVE:
-            return PolicyDecision(Outcome.ALLOW, f"allowed by rule {found.id}{note}", rule=found.id)
-        return decision
+            return PolicyDecision(Outcome.ALLOW, f"allowed by rule {found.id}{note}",
+                                  rule=found.id, cwd=cwd)  # fmt: skip
+        return replace(decision, cwd=cwd)
 
     def configuration(self) -> dict[str, JSONValue]:
         value: dict[str, JSONValue] = {

@@ -20,11 +20,12 @@ Rules:
    meaning is in its set.
 5. A request a rule cannot read as one thing (a relative path with no known folder, an escape
    that does not decode, an unknown scheme carrying dot segments, a ``..`` in a value read as
-   text, more readings than are checked) is decided by no rule: when a reject rule could not
-   be ruled out, or an allow rule would have matched it as written, it is asked, and
-   ``Decided.doubts`` says why. A folder condition (``under_folder``) also refuses a path
-   holding a control character (``/notes\n`` is not in ``/notes``), and a pattern never
-   matches a text ending in a line break (a pattern's ``$`` would match before it).
+   text, more readings than are checked) is decided by no rule: when a reject rule could not be
+   ruled out, or an allow rule judges such a value or would have matched the request as
+   written, it is asked, and ``Decided.doubts`` says why. A folder condition (``under_folder``)
+   also refuses a path holding a control character (``/notes\n`` is not in ``/notes``), and a
+   pattern never matches a text ending in a line break (a pattern's ``$`` would match before
+   it).
 8. A rule's id is the one its contents make (rule 1): a rule whose id is not is refused by
    name (``RuleIdMismatch``), so "allowed by rule R" always names what decided.
 6. An ``allow`` rule on a destructive tool decides only when the operator confirmed it for a
@@ -357,7 +358,7 @@ def deciding(
         verdict = judge.allow(rule.when, normalized, arguments, where)
         if verdict.matches:
             return Decided(rule)
-        if verdict.doubts and rule.matches(arguments):  # it would have, as written
+        if verdict.doubts and (verdict.judged or rule.matches(arguments)):  # it might have
             doubts.extend(verdict.doubts)
     return Decided(None, _once(doubts))
 

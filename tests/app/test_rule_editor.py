@@ -24,6 +24,7 @@ from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.heads import MemoryHeadStore
 from core.policy import rules
+from core.policy.policy import ConfigPolicy
 from core.policy.rules import ArgumentRule, Effect
 from core.proxy import config as configuration
 from core.proxy import manage
@@ -165,6 +166,39 @@ def test_an_allow_rule_as_the_editor_opens_matches_no_call_with_another_argument
     assert not rule.matches({**ARGUMENTS, "overwrite": True})
     assert not rule.matches({**ARGUMENTS, "also_to": "/etc/cron.d/x"})
     assert "and no other argument" in rules.words(rule)
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_rule_from_the_editor_keeps_working_for_the_same_request_written_another_way(
+    store: Store, qtbot
+) -> None:
+    """Decision 0064: "equals this value" on a path is the file, not its spelling; another
+    file, or the same arguments with one more, still asks."""
+    from core.policy.meaning import Where
+    from core.policy.policy import Outcome, PolicyRequest
+
+    rule = editor_for(waiting(store), store, qtbot).draft()
+    policy = ConfigPolicy(rules={rule.gate_name: (rule,)}, where=Where("/home/me/notes"))
+
+    def decided(path: str, **more: object) -> Outcome:
+        request = PolicyRequest.build(
+            tool=rule.gate_name, spec_hash="", side_effect=SideEffect.LOCAL_MUTATION,
+            idempotent=False, arguments={**ARGUMENTS, "path": path, **more}, run_id="r",
+            goal="", step=0, consecutive_failures=0,
+        )  # fmt: skip
+        return policy.evaluate(request).outcome
+
+    for path in (NOTE, "/home/me/notes/./today.md", "/home/me//notes/today.md", "today.md",
+                 "/home/me/x/../notes/today.md"):  # fmt: skip
+        assert decided(path) is Outcome.ALLOW, path
+    assert decided("/home/me/notes/other.md") is Outcome.APPROVE
+    assert decided("./today.md", overwrite=True) is Outcome.APPROVE
+
+
+def test_a_folder_is_prefilled_as_the_path_resolves() -> None:
+    from app.rule_conditions import FOLDER, prefill
+
+    assert prefill(FOLDER, "/home/me/notes/../../srv/.ssh/id") == "/home/srv/.ssh"
 
 
 MALFORMED = {

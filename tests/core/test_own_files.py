@@ -195,3 +195,37 @@ def test_a_relative_word_is_never_taken_for_a_folder_above(tmp_path: Path) -> No
     assert own.touched({"text": "see <img src='x'/> or a / b"}, mutating=True) == ()
     assert own.touched({"path": "/"}, mutating=True) == ("/",)  # the whole argument: it counts
     assert own.touched({"path": str(tmp_path / "home")}, mutating=True) == (str(tmp_path / "home"),)
+
+
+@pytest.mark.guarantee("G-FILES-2")
+def test_a_folder_above_signoffs_named_relatively_counts_for_a_mutating_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy started in the home: ``.config``, ``./.config`` and ``.local/share`` (which holds
+    the database) name the same folders as ``~/.config``; moving one takes Signoff's along."""
+    home = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(home))
+    data, config = home / ".local/share/signoff", home / ".config/signoff"
+    for folder in (data, config):
+        folder.mkdir(parents=True)
+    own = OwnFiles((data, config), cwd=home)
+    for name, folder in ((".config", home / ".config"), ("./.config", home / ".config"),
+                         (".local/share", home / ".local/share"), (".", home),
+                         ("user/.config", home / ".config")):  # fmt: skip
+        at = own if name != "user/.config" else OwnFiles((data, config), cwd=tmp_path)
+        assert at.touched({"source": name, "destination": "/tmp/x"}, mutating=True) == (
+            str(folder),
+        ), name
+        assert at.touched({"path": name}) == (), name  # listing it reads no Signoff file
+    assert own.touched({"message": "move .config later"}, mutating=True) == ()  # prose
+
+
+@pytest.mark.guarantee("G-FILES-2")
+def test_a_path_with_percent_escapes_is_read_decoded_too(folders: OwnFiles, tmp_path: Path) -> None:
+    """A server may decode ``%2e`` in a path it is given; a ``file:`` URL always is."""
+    config = tmp_path / "user/.config/signoff"
+    for text in (f"{config}/config%2Etoml", f"{tmp_path}/user/.config/%73ignoff/config.toml",
+                 f"{config}/pins/%2e%2e/config.toml"):  # fmt: skip
+        assert str(config / "config.toml") in folders.touched({"path": text}), text
+    outside = f"{tmp_path}/user/.config/%2e%2e/%2e%2e/elsewhere"
+    assert folders.touched({"path": outside}) == ()

@@ -12,6 +12,7 @@ import pytest
 from core.approvals import approve
 from core.decisions import Decision
 from core.errors import NotRecheckable, UnknownRun
+from core.gate import VerdictOutcome
 from core.policy.policy import ConfigPolicy, DefaultPolicy, Outcome, Rule
 from core.recheck import recheck
 from core.store import Store
@@ -89,3 +90,23 @@ def test_signoff_recheck_exit_codes(home: Path) -> None:
     (home / "config.toml").write_text('[policy]\ndestructive = "sometimes"\n')
     bad = run_signoff("recheck", "r", "--json", home=home)
     assert (bad.returncode, json.loads(bad.stdout)["error"]) == (2, "ConfigError")
+
+
+def test_a_relative_path_is_rechecked_against_the_folder_it_was_read_from(
+    gate_store: Store, tmp_path: Path
+) -> None:
+    """An allow rule decided ``a.md`` as a file in the server's folder: a re-check from another
+    folder (the terminal's) reads it from the folder recorded, and decides the same."""
+    from core.policy import rules
+    from core.policy.meaning import Where
+    from core.tools import Tool
+
+    in_notes = rules.on_arguments([("path", rules.under_folder("/notes"))])
+    notes = rules.ArgumentRule.make("s", "write", rules.Effect.ALLOW, in_notes)
+    tool = Tool("write", "write", {"type": "object"}, SideEffect.LOCAL_MUTATION, lambda a: "ok")
+    policy = ConfigPolicy(rules={"write": (notes,)})
+    gate = make_gate(gate_store, [tool], policy=policy.reading_from(Where("/notes")))
+    step = gate.begin("r", "goal").step()
+    verdict = step.propose(Decision.tool_call("write", {"path": "a.md"}))
+    assert verdict.outcome is VerdictOutcome.ALLOWED
+    assert recheck(gate_store, "r", policy).differences == ()  # policy reads from nowhere

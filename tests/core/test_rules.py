@@ -1,7 +1,9 @@
-"""Rules on a tool's arguments (core/policy/rules.py, decision 0048), as the policy evaluates
-them: a condition is a JSON Schema over the arguments as the server will receive them; a reject rule
-refuses, an allow rule allows what would be asked; expired rules, unconfirmed allows on a
-destructive tool and requests with a ``..`` segment are decided as if there were no rule."""
+"""Rules on a tool's arguments (core/policy/rules.py, decisions 0048 and 0064), as the policy
+evaluates them: a condition is a JSON Schema over the arguments as the server will receive them,
+judged on what each value means; a reject rule refuses any reading of its set, an allow rule
+allows what would be asked only when each value has one meaning in its set; expired rules,
+unconfirmed allows on a destructive tool and requests no rule can read as one thing are decided
+as if there were no rule, and the decision says why."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import RuleConditionInvalid, RuleExpiryInvalid, RuleIdMismatch
-from core.policy import rules
+from core.policy import meaning, rules
 from core.policy.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
 from core.policy.rules import ArgumentRule, Effect
 from core.tools import SideEffect
@@ -66,8 +68,8 @@ def test_an_allow_rule_written_by_hand_still_never_allows_a_dot_dot_segment() ->
 @pytest.mark.guarantee("G-RULES-1")
 def test_a_reject_folder_rule_is_not_escaped_by_another_spelling_of_the_same_path() -> None:
     """Read-only tools run by default: "always reject in ~/.ssh" is all that stands between the
-    agent and the key, however the path is spelled (rule 4: a reject rule reads the arguments
-    loosened too)."""
+    agent and the key, however the path is spelled (rule 4: a reject rule matches any reading
+    of the request)."""
     never = rule(Effect.REJECT, ("path", rules.under_folder("/home/me/.ssh")))
     for path in ("/home/me/.ssh/id_ed25519", "/home/me/.ssh/./id_ed25519",
                  "/home/me/x/../.ssh/id_ed25519", "/home/me//.ssh/id_ed25519",
@@ -316,3 +318,151 @@ def test_the_effect_and_the_expiry_have_words_of_their_own() -> None:
     assert rules.expiry_words(kept, later) == "expired"
     forever = ArgumentRule.make("mail", "send", Effect.REJECT, {})
     assert rules.expiry_words(forever, later) == "never"
+
+
+# --- what a value means (decision 0064) ------------------------------------------------------
+
+
+def where(cwd: str | None) -> dict[str, Any]:
+    return {"where": meaning.Where(cwd, folds_case=False)}
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_reject_rule_on_recipients_matches_a_list_holding_one_and_any_spelling() -> None:
+    """``--one-of`` reads "the value, or a list of nothing else": right for an allow rule,
+    inverted for a reject rule, which must match a list holding any of its set."""
+    never = rule(Effect.REJECT, ("to", rules.one_of(["evil@x.com"])))
+    for to in (["evil@x.com", "me@team.org"], "EVIL@X.com", "Evil <evil@x.com>",
+               "me@team.org, evil@x.com", [["evil@x.com"]], {"cc": "evil@x.com"}):  # fmt: skip
+        assert decide({"to": to}, never).outcome is DENIED, to
+    for to in ("me@team.org", ["me@team.org", "ann@team.org"]):
+        assert decide({"to": to}, never).outcome is ASKED, to
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_an_allow_rule_on_recipients_allows_only_when_every_address_is_in_its_set() -> None:
+    team = rule(Effect.ALLOW, ("to", rules.one_of(["me@team.org"])))
+    for to in ("me@team.org", "Me@Team.org", "Me <me@team.org>", ["me@team.org"]):
+        assert decide({"to": to}, team).outcome is ALLOWED, to
+    for to in ("me@team.org, evil@x.com", ["me@team.org", "evil@x.com"],
+               "me@team.org <evil@x.com>", "me@team.org\n"):  # fmt: skip
+        assert decide({"to": to}, team).outcome is ASKED, to
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_relative_path_is_read_against_the_servers_folder_or_asked() -> None:
+    """A server reads ``.ssh/id`` from its working directory: with it known, a relative path is
+    the file it names; without, no rule decides it and the decision says why."""
+    keys = rule(Effect.REJECT, ("path", rules.under_folder("/home/me/.ssh")))
+    notes = rule(Effect.ALLOW, ("path", rules.under_folder("/home/me/notes")))
+    for path in (".ssh/id", "./.ssh", "notes/../.ssh/id", ".ssh"):
+        assert decide({"path": path}, keys, notes, **where("/home/me")).outcome is DENIED, path
+    assert decide({"path": "a.md"}, notes, **where("/home/me/notes")).outcome is ALLOWED
+    unknown = decide({"path": "a.md"}, notes, **where(None))
+    assert unknown.outcome is ASKED
+    assert [r.spelling for r in unknown.read] == ["a.md"]
+    assert "not known" in unknown.read[0].doubt and "no rule decides it" in unknown.reason
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_home_relative_path_is_the_file_in_the_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", "/home/me")
+    keys = rule(Effect.REJECT, ("path", rules.under_folder("/home/me/.ssh")))
+    notes = rule(Effect.ALLOW, ("path", rules.under_folder("/home/me/notes")))
+    assert decide({"path": "~/.ssh/id_rsa"}, keys).outcome is DENIED
+    assert decide({"path": "~/notes/a.md"}, notes).outcome is ALLOWED
+    assert decide({"path": "~/notes/../.ssh/id"}, notes).outcome is ASKED
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_link_is_judged_where_it_leads(tmp_path: Any) -> None:
+    """``notes/link`` leading to the keys is not in the notes folder; a folder reached through
+    a link is the folder it leads to."""
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes/link").symlink_to(tmp_path / "keys")
+    (tmp_path / "alias").symlink_to(tmp_path / "notes")
+    keys = rule(Effect.REJECT, ("path", rules.under_folder(str(tmp_path / "keys"))))
+    notes = rule(Effect.ALLOW, ("path", rules.under_folder(str(tmp_path / "notes"))))
+    at = where(str(tmp_path))
+    assert decide({"path": str(tmp_path / "notes/link/id")}, keys, **at).outcome is DENIED
+    assert decide({"path": str(tmp_path / "notes/link/id")}, notes, **at).outcome is ASKED
+    assert decide({"path": str(tmp_path / "alias/a.md")}, notes, **at).outcome is ALLOWED
+    through = rule(Effect.ALLOW, ("path", rules.under_folder(str(tmp_path / "alias"))))
+    assert decide({"path": str(tmp_path / "notes/a.md")}, through, **at).outcome is ALLOWED
+    assert decide({"path": str(tmp_path / "alias/a.md")}, through, **at).outcome is ALLOWED
+    self_root = f"/proc/self/root{tmp_path}/keys/id"
+    assert decide({"path": self_root}, keys, **at).outcome is DENIED
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_uri_rule_holds_for_every_spelling_of_the_same_uri() -> None:
+    """The user guide's reject rule on resource reads, and an allow rule on a folder of URIs
+    widened by escaped dot segments (RFC 3986: ``%2e%2e`` is ``..``)."""
+    private = rule(Effect.REJECT, ("uri", rules.pattern("^file:///home/me/private/")))
+    notes = rule(Effect.ALLOW, ("uri", rules.pattern("^file:///home/me/notes/")))
+    for uri in ("file:///home/me/private/s.txt", "file:///home/me/./private/s.txt",
+                "file://localhost/home/me/private/s.txt", "file:///home/me/%70rivate/s.txt",
+                "FILE://LOCALHOST/home/me/private/s.txt", "file:/home/me/private/s.txt",
+                "file:////home/me/private/s.txt", "file:///home/me//private/s.txt",
+                "file:///home/me/notes/%2e%2e/private/s.txt"):  # fmt: skip
+        assert decide({"uri": uri}, private, **where(None)).outcome is DENIED, uri
+    assert decide({"uri": "file:///home/me/notes/a"}, notes, **where(None)).outcome is ALLOWED
+    for uri in ("file:///home/me/notes/%2e%2e/private/s.txt",
+                "file:///home/me/notes/%2E%2E/private/s.txt",
+                "file:///home/me/notes/../private/s.txt", "file://elsewhere/home/me/notes/a",
+                "file:///home/me/notes/%zz"):  # fmt: skip
+        assert decide({"uri": uri}, notes, **where(None)).outcome is ASKED, uri
+    web = rule(Effect.ALLOW, ("url", rules.pattern("^https://docs\\.example\\.com/api/")))
+    assert decide({"url": "HTTPS://Docs.Example.com:443/api/x"}, web).outcome is ALLOWED
+    for url in ("https://docs.example.com/api/%2e%2e/admin",
+                "https://docs.example.com/api/..\\..\\admin",
+                "https://docs.example.com/api/..%2F..%2Fadmin"):  # fmt: skip
+        assert decide({"url": url}, web).outcome is ASKED, url
+    evil = rule(Effect.REJECT, ("url", rules.pattern("^https://evil\\.com/")))
+    for url in ("https://evil.com./x", "https://EVIL.com:443/x", "https://evil.com/a/..\\x"):
+        assert decide({"url": url}, evil, side_effect=SideEffect.READ_ONLY).outcome is DENIED, url
+    odd = rule(Effect.ALLOW, ("uri", rules.pattern("^notes://team/")))
+    assert decide({"uri": "notes://team/a"}, odd).outcome is ALLOWED
+    unknown = decide({"uri": "notes://team/../secret"}, odd)  # does its server resolve ..?
+    assert unknown.outcome is ASKED and "not known" in unknown.read[0].doubt
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_an_exact_rule_keeps_working_for_the_same_request_written_another_way() -> None:
+    """The dialog's editor makes "equals this value" rules: the same file written with ``./``,
+    ``//`` or through the server's folder is the same request."""
+    exact = ArgumentRule.make("mail", "send", Effect.ALLOW, rules.on_arguments(
+        [("path", rules.equals("/home/me/notes/today.md")), ("mode", rules.equals("w"))],
+        closed=True))  # fmt: skip
+    at = where("/home/me/notes")
+    for path in ("/home/me/notes/today.md", "/home/me/notes/./today.md", "today.md",
+                 "/home/me//notes/today.md", "/home/me/x/../notes/today.md"):  # fmt: skip
+        assert decide({"path": path, "mode": "w"}, exact, **at).outcome is ALLOWED, path
+    for path in ("/home/me/notes/other.md", "../today.md"):
+        assert decide({"path": path, "mode": "w"}, exact, **at).outcome is ASKED, path
+    assert decide({"path": "today.md", "mode": "w", "x": 1}, exact, **at).outcome is ASKED
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_value_read_as_text_keeps_its_spelling() -> None:
+    """An argument the rule compares as text (a branch, a message) is not taken for a path: the
+    rules' own spellings behave as they did."""
+    push = rule(Effect.ALLOW, ("branch", rules.equals("feature/x")),
+                ("message", rules.pattern("^fix")))  # fmt: skip
+    assert decide({"branch": "feature/x", "message": "fix: a/b"}, push,
+                  **where("/srv")).outcome is ALLOWED  # fmt: skip
+    assert decide({"branch": "feature/y", "message": "fix"}, push).outcome is ASKED
+    assert decide({"branch": "feature/../x", "message": "fix"}, push).outcome is ASKED
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_request_with_more_readings_than_are_checked_is_asked_not_allowed() -> None:
+    from core.policy.judge import MOST_COMBINATIONS
+
+    never = ArgumentRule.make(
+        "mail", "send", Effect.REJECT, {"additionalProperties": {"pattern": "^/nowhere/"}}
+    )
+    many = {f"p{i}": f"/a/./b{i}" for i in range(MOST_COMBINATIONS.bit_length() + 1)}
+    decision = decide(many, never, side_effect=SideEffect.READ_ONLY, **where("/"))
+    assert decision.outcome is ASKED and "more readings" in decision.reason

@@ -1,8 +1,8 @@
 """`signoff rule list|add|remove` and the rules through a real `signoff proxy`
 (core/policy/rules.py, decision 0048): a malformed rule is refused by name with config.toml
 unchanged, a change is recorded as ``policy.changed``, a reject rule refuses, an allow rule
-runs a call unasked and the record names it, an allow never reaches Signoff's own files, and no rule offers a tool
-that is not pinned, unchanged and classified."""
+runs a call unasked and the record names it, an allow never reaches Signoff's own files, and no
+rule offers a tool that is not pinned, unchanged and classified."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp.shared.exceptions import MCPError
 
 from core.policy.policy import Rule
 from core.policy.rules import ArgumentRule, Effect
@@ -296,3 +297,39 @@ def test_a_rule_added_while_the_proxy_runs_decides_its_next_call(rig: Rig) -> No
 
     anyio.run(scenario)
     assert rig.notes.read_text() == "first\ntwo\n"  # type: ignore[attr-defined]
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_reject_rule_on_resource_reads_refuses_every_spelling_of_the_uri(rig: Rig) -> None:
+    """The user guide's rule on resource reads (resource reads are read_only: they run unasked)
+    holds for the same resource written another way; nothing of it reaches the server."""
+    from tests.mcp_servers import everything_server
+
+    server = everything_server()
+    rig.add("docs", server.command, server.args, env=server.env_extra)
+    rig.signoff("servers", "set", "docs", "--resources", "on")
+    rig.pin("docs")
+    rig.signoff("rule", "add", "--server", "docs", "--tool", "resources/read", "--reject",
+                "--pattern", "uri=^demo://resource/static/document/architecture\\.md$")  # fmt: skip
+    plain = "demo://resource/static/document/architecture.md"
+    spellings = (plain, "DEMO://resource/static/document/architecture.md",
+                 "demo://resource/static/document/%61rchitecture.md",
+                 "demo://resource/static/x/../document/architecture.md",
+                 "demo://resource/static/x/%2e%2e/document/architecture.md")  # fmt: skip
+
+    async def scenario() -> None:
+        async with rig.client("docs") as host:
+            for uri in spellings:
+                with pytest.raises(MCPError) as refused:
+                    await host.read_resource(uri)
+                assert "rejected by rule" in refused.value.error.message, uri
+            listed = (await host.list_resources()).resources
+            other = next(str(r.uri) for r in listed if str(r.uri) != plain)
+            assert (await host.read_resource(other)).contents
+
+    anyio.run(scenario)
+    with rig.store() as store, store.snapshot() as conn:
+        ran = conn.execute(
+            "SELECT COUNT(*) FROM events WHERE kind = 'step.tool_started'"
+        ).fetchone()[0]
+    assert ran == 1  # the other resource only
