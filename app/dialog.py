@@ -11,7 +11,9 @@ Rules:
    The values the operator fixed follow, each row marked "set by Signoff": the table is what
    the server receives.
 3. When anything had to be marked, a flag above the table says what the marks mean; a path
-   shows where it resolves, and whether it climbs above where it starts, in red.
+   shows where it resolves, and whether it climbs above where it starts, in red. Each value
+   the policy read as meaning other than it says, or as not one thing (``Pending.read``), is
+   said in red above them, its spelling beside what it means (``Pending.meanings``).
 4. The exact canonical JSON that is hashed is one click away, wrapped, read-only.
 5. Request text is plain text everywhere: nothing the model wrote is read as markup.
 6. One hash, one name: the "Request hash", with its fingerprint (what a notification shows).
@@ -123,6 +125,7 @@ RAW_ESCAPED = (
     " JSON, in an order no character can change on the screen."
 )
 CLIMBS = "(climbs above where it starts)"
+MEANINGS = "Some values mean other than they say, or could mean more than one thing:"
 _SELECTABLE = Qt.TextInteractionFlag.TextSelectableByMouse
 _WRAP_ANYWHERE = QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere
 
@@ -338,6 +341,10 @@ class ApprovalDialog(QDialog):
         self.touches.setStyleSheet(f"font-weight: bold; color: {RED};")
         self.touches.setVisible(pending.kind == "own_files")
         layout.addWidget(self.touches)
+        self.meanings = WrappedText("\n".join((MEANINGS, *pending.meanings)))  # rule 3
+        self.meanings.setStyleSheet(f"font-weight: bold; color: {RED};")
+        self.meanings.setVisible(bool(pending.meanings))
+        layout.addWidget(self.meanings)
         layout.addLayout(self._form(pending))
         self.hold_label = plain_label("")
         self.lapse_label = plain_label("")

@@ -10,7 +10,9 @@ Rules:
    approval (the hash the operator approved; "Copy request hash" copies it) and the step's
    call hash (the same tool and arguments anywhere, never approved) verbatim, never
    re-encoded, each under its own name. The values Signoff set on the call (the tool's fixed
-   values, from its recorded spec) are shown apart from the arguments, marked so.
+   values, from its recorded spec) are shown apart from the arguments, marked so. A value the
+   policy read as meaning other than it says (``$.decision.read`` of the run's evaluations) is
+   shown with that meaning beside the tool in the table, and under its evaluation in the detail.
 3. Nothing long runs on a click: verifying the chain and re-checking every run go in slices on a
    timer, with progress, so the window never freezes.
 4. The window only reads. A pending run opens the approval dialog (``open_approval``); the

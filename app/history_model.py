@@ -1,10 +1,14 @@
 """The history window's data: runs read a page at a time in SQL, and one run's details.
 
-See app/history.py and docs/decisions/0014; no widget here but the table model.
+See app/history.py and docs/decisions/0014; no widget here but the table model. A run whose
+policy read a value as meaning other than it says (``PolicyDecision.read``) shows it beside
+the tool, spelling and meaning (``app.model.meaning``), and so does its detail.
 """
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -20,11 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from app import danger
+from app.model import meaning
 from app.words import class_explanation, class_words
 from core import canonical, present
 from core.chain import Head
 from core.errors import ChainBroken, SignoffError
 from core.grants import used_by
+from core.policy.policy import read_from_json
 from core.proxy import results
 from core.records import decided_by_rule, fixed_values
 from core.store import Store
@@ -150,6 +156,7 @@ class RunRow:
     outcome: str
     approval_id: str | None = None  # the pending approval, when the run waits on one
     decided: str = "policy"
+    meanings: tuple[str, ...] = ()  # values read as meaning other than they say (``meanings``)
 
 
 @dataclass
@@ -213,7 +220,9 @@ def read_runs(
                     row.decided = "nobody (expired)"
             ruled = decided_by_rule(conn, [r.id for r in rows])  # the operator's rules said
             under = used_by(conn, [r.id for r in rows])  # allowed as the operator chose
+            meant = meanings(conn, [r.id for r in rows])
             for row in rows:
+                row.meanings = meant.get(row.id, ())
                 if row.id in ruled:
                     rule, verb = ruled[row.id]
                     row.decided = f"{verb} by rule {rule}"
@@ -221,6 +230,22 @@ def read_runs(
                     row.decided = f"allowed under grant {under[row.id]}"
     last = (found[-1][1], found[-1][0]) if found else None
     return _Page(rows, exhausted=len(keys) < limit, last=last)
+
+
+def meanings(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Per run, each value its policy evaluations read as meaning other than it says, with what
+    it means (``$.decision.read`` of its ``step.policy`` events, each once), in one query for
+    the page as ``decided_by_rule`` reads the rules. A run with none is not in it."""
+    found: dict[str, dict[str, None]] = {}
+    for run_id, read in conn.execute(
+        "SELECT run_id, json_extract(payload, '$.decision.read') FROM events"
+        " WHERE kind = 'step.policy' AND run_id IN (SELECT value FROM json_each(?))"
+        " AND json_extract(payload, '$.decision.read') IS NOT NULL ORDER BY seq",
+        (canonical.dumps_text(list(run_ids)),),
+    ):
+        for reading in read_from_json(_loads(read)):
+            found.setdefault(str(run_id), {})[meaning(reading)] = None
+    return {run_id: tuple(said) for run_id, said in found.items()}
 
 
 def _duration(row: RunRow) -> str:
@@ -343,7 +368,7 @@ class RunsModel(QAbstractTableModel):
             return (
                 _local(row.created_at),
                 row.server or "(library)",
-                row.tool or "?",
+                " · ".join((row.tool or "?", *row.meanings)),
                 class_words(row.side_effect),
                 outcome_words(row.outcome),
                 row.decided,
@@ -352,6 +377,8 @@ class RunsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if index.column() == DECIDED:
                 return row.decided  # free text, cut to the column's width
+            if index.column() == TOOL and row.meanings:  # each whole, on a line of its own
+                return "\n".join((row.tool or "?", *row.meanings))
             if index.column() == CLASS and row.side_effect:
                 return f"{row.side_effect}: {class_explanation(row.side_effect)}"
             if index.column() == OUTCOME and row.outcome in danger.MAY_HAVE_RUN_OUTCOMES:
@@ -453,6 +480,7 @@ def read_detail(store: Store, run_id: str) -> RunDetail | None:
         )
         if isinstance(value, dict) and "request" in value:
             lines.append(f"    request evaluated: {canonical.dumps_text(value['request'])}")
+        lines += [f"    read: {meaning(r)}" for r in read_from_json(decision.get("read"))]
     lines += ["", f"Approvals ({len(approvals)}):"]
     for a_id, step, kind, a_status, a_hash, p_reason, a_created, by, why, at in approvals:
         lines.append(f"  {a_id} (step {step}, {kind}): {a_status}; asked {a_created}")

@@ -10,7 +10,10 @@ Rules:
 4. A ``destructive`` request, an ``interrupted_side_effect``, a ``duplicate`` and a request
    that touches Signoff's own files (``own_files``) are never approved from a notification
    alone: their notification opens the dialog. Neither is a request whose arguments the
-   notification cannot show whole (``core.present`` rule 4).
+   notification cannot show whole (``core.present`` rule 4), nor one holding a value that
+   means other than it is written or cannot be read as one thing (``read``,
+   core/policy/meaning.py rule 8): the notification, the dialog and the history say what each
+   means beside its spelling (``meaning``).
 5. Arguments are shown in the order of the schema the operator pinned (read from the pinned
    tool's kept text); without it, in the order ``core.present`` gives without a schema. The
    values the operator fixed follow them, marked set by Signoff, as recorded with the request
@@ -27,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from app.countdown import Timing
-from core import present, private_files
+from core import canonical, marks, present, private_files
 from core.errors import SignoffError, UnsafePermissions
 from core.operator_key import unauthenticated_mode
+from core.policy.meaning import Reading
 from core.proxy import config as configuration
 from core.proxy import manage, pinstore
 from core.records import PendingRequest, pending_requests
@@ -59,12 +63,26 @@ class Pending(PendingRequest):
     def needs_dialog(self) -> bool:
         if self.side_effect == "destructive" or self.kind in NEEDS_THE_DIALOG_KINDS:
             return True
+        if self.read:  # what a value means is not what it says: read it in the dialog
+            return True
         return not self.view.whole()
+
+    @property
+    def meanings(self) -> tuple[str, ...]:
+        """Each value whose meaning differs from its spelling, with that meaning (rule 4)."""
+        return tuple(meaning(r) for r in self.read)
 
     @property
     def title(self) -> str:
         """``server/tool``, with anything a reader cannot see marked."""
         return present.name(f"{self.server or '?'}/{self.tool or '?'}")
+
+
+def meaning(reading: Reading) -> str:
+    """``"/srv/link/x" resolves to /home/me/.ssh/x``: the spelling as JSON (as the arguments
+    show it), then what it means or why it cannot be read as one thing; marked (core.marks)."""
+    spelled = marks.visible(canonical.dumps_text(reading.spelling), lines=False)
+    return f"{spelled} {marks.visible(reading.words(), lines=False)}"
 
 
 def read_pending(

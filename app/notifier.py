@@ -10,11 +10,14 @@ Rules:
    popup is plain text.
 2. The body is Signoff's two lines first (the class in words; the request hash's fingerprint), bold
    where markup is parsed, which no argument can be; then one line per argument, and one per
-   value set by Signoff, marked so (``core.present``).
+   value set by Signoff, marked so (``core.present``); then one per value whose meaning is not
+   its spelling, both said after an arrow that no argument's line begins with
+   (``→ "/srv/link/x" resolves to /home/me/x``, ``Pending.meanings``), at most
+   ``MOST_MEANINGS`` and the rest counted.
    Approve and Reject are offered only for a request whose every argument is shown whole and
-   nothing marked, and that is not destructive, interrupted, a duplicate or touching
-   Signoff's own files (``Pending.needs_dialog``); otherwise the one button is Review, which
-   opens the dialog.
+   nothing marked, that is not destructive, interrupted, a duplicate or touching Signoff's own
+   files, and whose every value means what it says (``Pending.needs_dialog``); otherwise the
+   one button is Review, which opens the dialog.
 3. A failed send is tried again on the native path (``RETRIES``) before this request falls
    back; the next request tries the native path afresh.
 4. A notification follows its request: ``withdraw`` takes it off the screen when the request
@@ -57,6 +60,7 @@ log = logging.getLogger("signoff.app")
 ICON = Path(__file__).resolve().parent.parent / "resources" / "icons" / "pending.svg"
 RETRIES = (0.2, 1.0)  # seconds before each further try of a failed native send
 WELCOME = "welcome"  # what ``sent`` records for the welcome; no approval id looks so
+MOST_MEANINGS = 3  # values a notification says the meaning of (rule 2); the dialog shows all
 KINDS = {"interrupted_side_effect": "started before, outcome unknown",
          "duplicate": "the same call already ran",
          "own_files": "touches Signoff's own files"}  # fmt: skip
@@ -69,12 +73,14 @@ class Message:
     lines: tuple[str, ...]  # one per argument
     buttons: tuple[tuple[str, str], ...]  # (key, label)
     icon: Path = ICON  # the request's class (rule 5)
+    meanings: tuple[str, ...] = ()  # one per value that means other than it says (rule 2)
 
     def body(self, markup: bool) -> str:
+        text = (*self.lines, *self.meanings)  # request text in each: never bold (rule 2)
         if not markup:
-            return "\n".join((*self.head, *self.lines))
+            return "\n".join((*self.head, *text))
         return "\n".join((*(f"<b>{markup_escape(line)}</b>" for line in self.head),
-                          *(markup_escape(line) for line in self.lines)))  # fmt: skip
+                          *(markup_escape(line) for line in text)))  # fmt: skip
 
 
 def message_of(p: Pending) -> Message:
@@ -86,8 +92,11 @@ def message_of(p: Pending) -> Message:
     buttons = (("review", "Review…"),) if p.needs_dialog else (
         ("approve", "Approve"), ("reject", "Reject"))  # fmt: skip
     lines = tuple(line.text for line in p.view.lines())
+    meanings = tuple(f"→ {said}" for said in p.meanings[:MOST_MEANINGS])
+    if len(p.meanings) > MOST_MEANINGS:
+        meanings += (f"(+{len(p.meanings) - MOST_MEANINGS} more such values: Review shows them)",)
     shown = danger.look(p.side_effect, p.kind)
-    return Message(f"Approve {p.title}?", head, lines, buttons, shown.path)
+    return Message(f"Approve {p.title}?", head, lines, buttons, shown.path, meanings)
 
 
 class Notifier(QObject):

@@ -13,18 +13,20 @@ from PySide6.QtCore import QDateTime, Qt
 from PySide6.QtWidgets import QApplication, QComboBox
 
 from app.history import HistoryWindow
-from app.history_model import DECIDED, PAGE
+from app.history_model import DECIDED, PAGE, TOOL
 from app.tray import TrayApp
 from core import export
+from core.approvals import reject
 from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.heads import HeadStore, KeyringHeadStore, MemoryHeadStore
+from core.operator_key import MemoryKeyStore, OperatorKey
 from core.policy import rules
 from core.policy.policy import ConfigPolicy
 from core.policy.rules import ArgumentRule, Effect
 from core.store import Store, format_time
 from core.transitions import CallLabel
-from tests.app.pending import TOOLS, make_pending
+from tests.app.pending import LINKED, RELATIVE, TOOLS, make_pending
 from tests.builders import T0, record_runs
 from tests.core.gatekit import make_gate
 
@@ -220,6 +222,36 @@ def test_a_run_a_rule_decided_says_which_rule_in_its_row(store: Store, home: Pat
     assert decided("by-allow") == f"allowed by rule {allow.id}"
     assert decided("by-reject") == f"rejected by rule {reject.id}"
     assert decided("asked") == "waiting for you"
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_decided_run_shows_what_its_values_meant_beside_how_they_were_written(
+    store: Store, home: Path, qtbot
+) -> None:
+    """Read for the page at once, from the runs' policy evaluations: in the row beside the
+    tool, and in the detail under the evaluation that read them; a run whose values meant what
+    they said shows its tool alone."""
+    linked = make_pending(store, arguments={"path": "/srv/link/id"}, read=(LINKED,))
+    reject(store, "r1", linked.id, "operator:test", "not my keys",
+           operator=OperatorKey(MemoryKeyStore()))  # fmt: skip
+    make_pending(store, tool="write", arguments={"to": "notes/id"}, run_id="r2",
+                 read=(RELATIVE,))  # fmt: skip
+    allowed_read(store)
+    window = open_window(store, home, qtbot)
+    model = window.model
+
+    def tool(run_id: str) -> str:
+        return model.data(model.index(model.row_of(run_id), TOOL))
+
+    said = '"/srv/link/id" resolves to /home/me/.ssh/id'
+    unsure = '"notes/id" is a relative path, and the folder it is read against is not known'
+    assert tool("r1") == f"push · {said}"
+    assert tool("r2") == f"write · {unsure}"
+    assert tool("read-1") == "read"
+    tip = model.data(model.index(model.row_of("r1"), TOOL), Qt.ItemDataRole.ToolTipRole)
+    assert tip.splitlines() == ["push", said]
+    window.table.selectRow(model.row_of("r1"))
+    assert f"    read: {said}" in window.detail.toPlainText().splitlines()
 
 
 @pytest.mark.guarantee("G-APP-1")

@@ -15,9 +15,11 @@ from core import canonical
 from core.approvals import request_hash, request_value
 from core.canonical import JSONValue
 from core.heads import MemoryHeadStore
+from core.policy.meaning import Reading
+from core.present import markup_escape
 from core.records import read_approval, read_step
 from core.store import Store
-from tests.app.pending import OWN_FOLDER, make_pending
+from tests.app.pending import LINKED, OWN_FOLDER, RELATIVE, make_pending
 
 
 def _texts(tray: TrayApp) -> list[str]:
@@ -104,6 +106,36 @@ def test_a_request_touching_signoffs_own_files_is_never_approved_from_its_notifi
     message = message_of(shown)
     assert message.buttons == (("review", "Review…"),)
     assert "touches Signoff's own files" in message.head[0]
+    tray.notifier.approve.emit(approval.id, shown.request_hash)  # pressed on it anyway
+    dialog = tray.dialogs.get(approval.id)
+    assert dialog is not None and dialog.isVisible()
+    assert approval_status(store, approval.id) == "pending"
+    dialog.close()
+
+
+@pytest.mark.guarantee("G-RULES-1")
+@pytest.mark.parametrize(
+    ("reading", "said"),
+    [(LINKED, '"/srv/link/id" resolves to /home/me/.ssh/id'),
+     (RELATIVE, '"notes/id" is a relative path, and the folder it is read against is not known')],
+    ids=["resolves-elsewhere", "not-one-thing"],
+)  # fmt: skip
+def test_a_request_whose_value_means_other_than_it_says_is_never_approved_from_its_notification(
+    store: Store, tray: TrayApp, qtbot, reading: Reading, said: str
+) -> None:
+    """A remote mutation with one short argument shown whole: only what its value means keeps
+    Approve off its notification, which says the spelling and the meaning; a press on Approve
+    anyway opens the dialog."""
+    approval = make_pending(store, tool="push", arguments={"path": reading.spelling},
+                            read=(reading,))  # fmt: skip
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    [shown] = tray.model.pending
+    assert shown.read == (reading,) and shown.kind == "remote_mutation" and shown.view.whole()
+    message = message_of(shown)
+    assert message.buttons == (("review", "Review…"),)
+    assert message.lines == (f'path: "{reading.spelling}"',)
+    assert message.body(markup=False).splitlines()[-1] == f"→ {said}"
+    assert message.body(markup=True).splitlines()[-1] == f"→ {markup_escape(said)}"
     tray.notifier.approve.emit(approval.id, shown.request_hash)  # pressed on it anyway
     dialog = tray.dialogs.get(approval.id)
     assert dialog is not None and dialog.isVisible()

@@ -67,6 +67,7 @@ from typing import Any
 import anyio
 import pytest
 
+from app.model import meaning
 from app.words import WORDS, class_words
 from core import marks, present
 from core.records import PendingRequest, pending_requests
@@ -323,11 +324,13 @@ def problems_with(drawn: Drawn, request: PendingRequest, payload: Payload) -> li
         found.append(f"the summary is {drawn.summary!r}, not {title!r}")
     if lines[:2] != head:
         found.append(f"the first lines are {lines[:2]!r}, not Signoff's {head!r}")
+    meant = [f"→ {meaning(r)}" for r in request.read]  # what values mean (app/notifier.py)
     for line in lines[2:]:
         if head[1] in line:
             found.append(f"Signoff's line is drawn again: {line!r}")
-        if not any(line.startswith(f"{key}: ") for key in arguments) and not MORE.fullmatch(line):
-            found.append(f"a line is not an argument's: {line!r}")
+        argument = any(line.startswith(f"{key}: ") for key in arguments) or MORE.fullmatch(line)
+        if not argument and line not in meant:
+            found.append(f"a line is neither an argument's nor a meaning: {line!r}")
     after_head = len(lines[0]) + 1 + len(lines[1])
     for row in drawn.rows:
         if row["offset"] > after_head and OWN_WORDS.match(row["text"]):
@@ -354,7 +357,7 @@ def problems_with(drawn: Drawn, request: PendingRequest, payload: Payload) -> li
 
     # 4. The buttons and the lines of core.present.
     view = present.view(request.arguments, SCHEMAS[payload.tool])
-    review = request.side_effect == "destructive" or not view.whole()
+    review = request.side_effect == "destructive" or not view.whole() or bool(request.read)
     expected = ["Review…"] if review else ["Approve", "Reject"]
     if drawn.buttons != expected:
         found.append(f"the buttons are {drawn.buttons}, not {expected} (whole: {view.whole()})")
@@ -363,8 +366,8 @@ def problems_with(drawn: Drawn, request: PendingRequest, payload: Payload) -> li
         if x < 0 or y < 0 or x + w > WIDTH or y + h > HEIGHT:
             found.append(f"the body {drawn.box} is not all on the {WIDTH}x{HEIGHT} screen")
     wanted = [line.text for line in view.lines()]
-    if lines[2:] != wanted:
-        found.append(f"the argument lines are not core.present's: {wanted}")
+    if lines[2:] != wanted + meant:
+        found.append(f"the lines are not core.present's, then the meanings: {wanted + meant}")
     return found
 
 
