@@ -31,10 +31,17 @@ Rules:
    another one), and so is one Signoff cannot read exactly: the host gets an error, the run is
    recorded as failed. Signoff's own answers (refused, pending approval, ended) are an error
    ``REFUSED`` whose message says why, in the words a tool call's would.
-5. ``resources/subscribe`` and ``unsubscribe`` go to the URI's server unchanged, ungated (what
-   they lead to is a server's notification, not a read). ``completion/complete`` goes to the
-   server of an offered prompt (its name as the server knows it) or of an offered template (the
-   ``ref/resource`` URI is the template); any other reference is refused (-32602).
+5. A subscription and a completion pass the same checks as the reads they lead to
+   (core/proxy/leads.py): the proxy's policy is asked about that read or get as the gate would
+   ask it, and only an allow sends it on; a deny, or an approval a read would need (they have
+   none of their own), refuses it with ``REFUSED`` saying why, and nothing reaches the server.
+   Nothing is recorded: they are checks, not calls (the read they lead to is a run of its own).
+   ``resources/subscribe`` of a URI is checked as a ``resources/read`` of it, then goes to the
+   URI's server unchanged; ``unsubscribe`` goes unchecked (it stops a flow). A
+   ``completion/complete`` goes to the server of an offered prompt (its name as the server
+   knows it), checked as a ``prompts/get`` of it with ``{argument: value}``, or of an offered
+   template (the ``ref/resource`` URI is the template), checked as a read of the template
+   filled in with the value; any other reference is refused (-32602).
 6. A server's ``notifications/prompts/list_changed``, ``notifications/resources/list_changed``
    and ``notifications/resources/updated`` reach the host when the server offers that kind
    (``forwards``): a changed prompt or template is still offered only once pinned again.
@@ -52,8 +59,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from core import canonical
 from core.errors import ListingRefused, SignoffError, ToolFailed, UpstreamError, UpstreamRefused
-from core.proxy import catalog, results
+from core.policy.policy import Outcome
+from core.proxy import catalog, leads, results
 from core.proxy.cancel import current
 from core.proxy.offered import Exposed
 from core.proxy.pins import ListedTool, ToolState
@@ -117,6 +126,7 @@ class Resources:
         self.templates: dict[str, str] = {}  # an offered URI template -> its server
         self.uris: dict[str, str] = {}  # a listed resource's URI -> its server
         self.gated: dict[tuple[str, str], Exposed] = {}  # (server, method) -> the gate's tool
+        self.spec_hashes: dict[tuple[str, str], str] = {}  # and the spec hash of its Tool
         self.on_changed: Callable[[str], None] | None = None  # the host session's (rule 7)
         self._taken: dict[str, object] | None = None  # what was offered at the last take_up
 
@@ -187,7 +197,7 @@ class Resources:
     def gate_tools(self) -> list[Tool]:
         """The gate's tools for gets and reads (rule 3), one per server offering each."""
         tools = []
-        self.gated = {}
+        self.gated, self.spec_hashes = {}, {}
         for method, (kind, description, schema) in GATED.items():
             for server in self.offering(kind):
                 own = self.proxy.config.servers[server].tools.get(method)
@@ -197,9 +207,11 @@ class Resources:
                                     hashlib.sha256(text).hexdigest(), text)  # fmt: skip
                 state = ToolState(listed, "pinned", side_effect, True, "", exposed_schema=schema)
                 exposed = Exposed(method, server, state)
+                tool = Tool(exposed.gate_name, description, schema, side_effect,
+                            self._runner(server, method), terminal=True)  # fmt: skip
                 self.gated[(server, method)] = exposed
-                tools.append(Tool(exposed.gate_name, description, schema, side_effect,
-                                  self._runner(server, method), terminal=True))  # fmt: skip
+                self.spec_hashes[(server, method)] = canonical.sha256_hex(tool.spec())
+                tools.append(tool)
         return tools
 
     # --- the host's requests -------------------------------------------------------------------
@@ -235,6 +247,11 @@ class Resources:
             return _error(INVALID_PARAMS, f"no server offering resources listed {uri}")
         if method == "resources/read":
             return await self._gated(server, method, {"uri": uri}, host, cancelled)
+        if method == "resources/subscribe":  # checked as the reads it leads to (rule 5)
+            refused = self._refused(server, "resources/read", {"uri": uri},
+                                    "subscription", f"a read of {uri}")  # fmt: skip
+            if refused is not None:
+                return refused
         return {"result": (await self._ask(server, method, params)).result}
 
     async def _get(
@@ -255,22 +272,57 @@ class Resources:
         return await self._gated(server, "prompts/get", sent, host, cancelled)
 
     async def _complete(self, params: dict[str, Any]) -> dict[str, Any]:
-        ref = params.get("ref")
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(argument, dict) or not all(
+            isinstance(argument.get(k), str) for k in ("name", "value")
+        ):
+            return _error(INVALID_PARAMS, "completion/complete needs an argument with a string"
+                                          " name and value")  # fmt: skip
+        name, value = argument["name"], argument["value"]
         kind = ref.get("type") if isinstance(ref, dict) else None
-        server = None
+        server, refused = None, None
         if isinstance(ref, dict) and kind == "ref/prompt" and isinstance(ref.get("name"), str):
             await self._list_prompts()
-            found = self.prompts.get(ref["name"])
+            found = self.prompts.get(shown := ref["name"])
             if found is not None:
                 server, ref = found[0], {**ref, "name": found[1].key}
+                refused = self._refused(server, "prompts/get",
+                                        {"name": ref["name"], "arguments": {name: value}},
+                                        "completion", f"a get of prompt {shown}")  # fmt: skip
         elif isinstance(ref, dict) and kind == "ref/resource" and isinstance(ref.get("uri"), str):
             await self._list_templates()
             server = self.templates.get(ref["uri"])
+            uri = leads.filled(ref["uri"], name, value)
+            if server is not None:
+                refused = self._refused(server, "resources/read", {"uri": uri},
+                                        "completion", f"a read of {uri}")  # fmt: skip
         if server is None:
             return _error(INVALID_PARAMS, "completion is offered for an offered prompt or"
                                           " resource template only")  # fmt: skip
+        if refused is not None:  # checked as the read or the get it leads to (rule 5)
+            return refused
         return {"result": (await self._ask(server, "completion/complete",
                                            {**params, "ref": ref})).result}  # fmt: skip
+
+    def _refused(
+        self, server: str, method: str, arguments: dict[str, Any], what: str, lead: str
+    ) -> dict[str, Any] | None:
+        """The error refusing a ``what`` (a subscription, a completion) that leads to the gate's
+        ``method`` with ``arguments`` (``lead``, in words), unless the policy allows that now;
+        nothing is recorded (rule 5)."""
+        self.proxy.reload_rules()  # a rule tightened applies now, as to a call
+        if self.proxy.rules_problem:
+            return _error(REFUSED, f"Signoff refused this {what}: the operator's rules cannot"
+                                   f" be established: {self.proxy.rules_problem}")  # fmt: skip
+        exposed = self.gated.get((server, method))
+        if exposed is None:
+            return _error(REFUSED, f"Signoff refused this {what}: {method} of server {server}"
+                                   " is not offered")  # fmt: skip
+        spec_hash = self.spec_hashes[(server, method)]
+        decision = leads.asked(self.proxy.policy, exposed, spec_hash, arguments)
+        if decision.outcome is Outcome.ALLOW:
+            return None
+        return _error(REFUSED, leads.said(decision, what, lead))
 
     async def _gated(
         self,

@@ -45,9 +45,15 @@ class ProxyRules:
     the operator (``duplicate``). The duplicate flag is set per proposal by the proxy;
     proposals are synchronous, so no other call can see it."""
 
-    def __init__(self, inner: ConfigPolicy, own_files: OwnFiles | None = None) -> None:
+    def __init__(
+        self,
+        inner: ConfigPolicy,
+        own_files: OwnFiles | None = None,
+        where: meaning.Where | None = None,
+    ) -> None:
         self.inner = inner
         self.own_files = own_files
+        self.where = where if where is not None else meaning.Where(None)  # the servers' folder
         self.duplicate_of: str | None = None
         # Set per proposal too: the operator's standing grant for this exact call, and
         # whether an identical call may have run with its outcome unknown (it still asks).
@@ -57,9 +63,7 @@ class ProxyRules:
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         value = request.value()  # once, for all
         # What each path or URL means where the spelling says otherwise (rule 4).
-        return self._decide(request, value).reading(
-            meaning.shown(value["arguments"], self.inner.where)
-        )
+        return self._decide(request, value).reading(meaning.shown(value["arguments"], self.where))
 
     def _decide(self, request: PolicyRequest, value: dict[str, Any]) -> PolicyDecision:
         decision = self.inner.evaluate(request)

@@ -132,7 +132,9 @@ class Proxy:
         # Where the servers read a relative path: the proxy's folder, which they inherit.
         self.where = Where.here()
         self.policy = ProxyRules(
-            config.policy(self.where), OwnFiles.of(store.path, config_path, cwd=working_directory())
+            config.policy(self.where),
+            OwnFiles.of(store.path, config_path, cwd=working_directory()),
+            self.where,
         )
         self.gate: Gate | None = None
         self._locks: dict[str, asyncio.Lock] = {}
