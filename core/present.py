@@ -21,8 +21,10 @@ Rules:
    outside the dialog.
 5. A string that reads as a path (``~`` at its start, or a ``.``/``..`` segment between ``/``
    or ``\\``; a leading ``scheme://`` is left out) shows where it resolves (``~`` expanded,
-   segments folded) when that differs from what was written; a relative path that climbs above
-   its start is said to. ``core.own_files`` reads paths the same way (``expand``).
+   segments folded, and for an absolute path its symbolic links followed as the rules read it:
+   core/policy/meaning.py) when that differs from what was written; a relative path that
+   climbs above its start is said to. ``core.policy.own_files`` reads paths the same way
+   (``expand``).
 6. The values the operator fixed for the tool (sent with every call, hidden from the model, not
    part of the model's arguments) are shown after the arguments, each its own line marked
    ``(set by Signoff)``, under the same rules: exact JSON, marks, cut and counted alike.
@@ -39,6 +41,7 @@ from typing import Any
 
 from core import canonical, marks
 from core.errors import SignoffError
+from core.policy import meaning
 
 LINE_WIDTH = 56
 SET_BY_SIGNOFF = "set by Signoff"
@@ -193,6 +196,9 @@ def resolves(text: str) -> tuple[str | None, bool]:
     climbs = not folded.startswith("/") and (folded == ".." or folded.startswith("../"))
     if path != written:  # a URL: where it points is the server's business; climbing is not
         return None, climbs
+    if folded.startswith("/"):  # as the rules read it: links followed (decision 0064)
+        meant = meaning.path(folded, meaning.Where(None)).meanings
+        folded = meant[0] if meant else folded
     return (folded if folded != written else None), climbs
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -245,3 +246,16 @@ def test_fixed_values_that_are_not_an_object_are_shown_raw_and_never_whole() -> 
     view = present.view('{"text":"hi"}', None, "[1]")
     assert view.fixed[0].key == "(fixed values)" and view.fixed[0].fixed
     assert not view.whole()
+
+
+def test_a_path_shows_where_it_resolves_with_its_links_followed_as_the_rules_read_it(
+    tmp_path: Path,
+) -> None:
+    """One reading of a path for the prompt and the rules (decision 0064): ``alias/./a.md``,
+    where ``alias`` leads to ``notes``, is shown as the file in ``notes``."""
+    from core.present import resolves
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "notes")
+    assert resolves(f"{tmp_path}/alias/./a.md") == (f"{tmp_path}/notes/a.md", False)
+    assert resolves(f"{tmp_path}/notes/a.md") == (None, False)  # nothing to fold: not shown
