@@ -12,13 +12,16 @@ Rules:
    literals the condition holds for it: its values (``const``, ``enum``), a folder, the fixed
    start of a pattern. All of one domain: that domain; none or mixed: text. The condition's
    own values in a path, URI or address domain are compared by their meaning too, and a folder
-   condition holds the folder as written and as it resolves.
+   condition, or a pattern that is only a fixed start ending in ``/``, holds it as written and
+   as it means (``^file://localhost/a/`` is also ``^file:///a/``; a link, where it leads).
 3. ``reject``: the rule matches when the condition holds for any reading of the request: each
    string judged replaced by anything it could be taken for (``meaning.readings``), each list
    or object also by each of its members alone (a reject rule on recipients matches a list
    holding one), in every combination (a list too long for that: its elements alone and all
    in their first, second... reading), against the condition as written and with its values
-   compared by meaning (rule 2).
+   compared by meaning (rule 2). When none holds, a string it judges that has no one meaning
+   in its domain (a relative path with no known folder, a ``file:`` URL naming another
+   machine...) leaves the rule not ruled out: its doubt is said, and the request is asked.
 4. ``allow``: the rule matches only when every string it judges has a meaning in its domain
    (no doubt) and the condition holds for every combination of those meanings. A string it does
    not judge, or judges as text, that holds a ``.`` or ``..`` segment (spelled or escaped) is a
@@ -81,7 +84,7 @@ def reject(
                 return Verdict(True)
     except _TooMany:
         return Verdict(False, (Reading("(the arguments)", (), TOO_MANY),))
-    return Verdict(False)
+    return Verdict(False, tuple(_unread(condition, arguments, judged, where)))
 
 
 def allow(
@@ -228,7 +231,9 @@ def _in_domain(node: Any, domain: Domain, where: Where) -> Any:
             out[key] = list(dict.fromkeys(m for v in value for m in (
                 _meant(v, domain, where) if isinstance(v, str) else [v])))  # fmt: skip
         elif key == "pattern" and isinstance(value, str) and domain is Domain.PATH:
-            out[key] = _folder_pattern(value, where)
+            out[key] = _start_pattern(_folder_pattern(value, where), domain, where)
+        elif key == "pattern" and isinstance(value, str) and domain is Domain.URI:
+            out[key] = _start_pattern(value, domain, where)
         elif key != "not" and isinstance(value, dict | list):
             out[key] = _in_domain(value, domain, where)
         else:
@@ -242,6 +247,20 @@ def _meant(literal: str, domain: Domain, where: Where) -> list[str]:
 
 
 _FOLDER = re.compile(r"^\^(.*)\(/\|\$\)$", re.DOTALL)
+_FIXED = re.compile(r"\^(?:[^\\.^$*+?{}\[\]|()]|\\[^A-Za-z0-9])*/")  # ^ and a fixed text, to a /
+
+
+def _start_pattern(regex: str, domain: Domain, where: Where) -> str:
+    """A pattern that is only a fixed start ending in ``/`` (``^file:///home/me/notes/``)
+    holding it as written and as it means; any other pattern as it is."""
+    start = meaning.pattern_start(regex)
+    if not start or not _FIXED.fullmatch(regex):
+        return regex
+    reading = meaning.read(start, domain, where)
+    if reading.doubt:
+        return regex
+    heads = [start, *(m.rstrip("/") + "/" for m in reading.meanings)]
+    return f"^(?:{'|'.join(re.escape(h) for h in dict.fromkeys(heads))})"
 
 
 def _folder_pattern(regex: str, where: Where) -> str:
@@ -304,6 +323,26 @@ def _any_reading(value: JSONValue, where: Where) -> list[Any]:
         whole_object = [dict(zip(keys, c, strict=True)) for c in itertools.product(*each)]
         return [*whole_object, *(v for found in each for v in found)]
     return [value]
+
+
+def _unread(
+    condition: Mapping[str, Any], arguments: JSONValue, judged: tuple[str, ...], where: Where
+) -> Iterator[Reading]:
+    """Rule 3: each string judged that has no one meaning in its domain; a reject rule that
+    did not match its readings is not ruled out by them."""
+    if not isinstance(arguments, dict):
+        return
+    domains = domains_of(condition)
+    for name in judged:
+        stack: list[Any] = [arguments[name]]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                reading = meaning.read(item, domains.get(name, Domain.TEXT), where)
+                if reading.doubt:
+                    yield reading
+            elif isinstance(item, dict | list):
+                stack.extend(item.values() if isinstance(item, dict) else item)
 
 
 def _meanings(value: JSONValue, domain: Domain, where: Where) -> list[Any]:

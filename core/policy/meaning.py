@@ -12,9 +12,11 @@ Rules:
    ``file:`` URL taken for the path it names, a relative path joined to the folder it is read
    against (``Where.cwd``, the server's working directory; unknown: doubt), then resolved on
    this machine with ``..`` taken after symbolic links (as the operating system opens it) and
-   before them (as a server that folds the text first opens it): both meanings count. Case is
-   folded where the file system ignores it. A path holding a control character, NUL, or longer
-   than ``PATH_MAX`` is a doubt.
+   before them (as a server that folds the text first opens it): both meanings count. A path
+   (not a ``file:`` URL's) also means what it names trimmed of white space, decoded, or with
+   ``\\`` for ``/``, as some servers (and Windows, trimming) take it: that counts too. Case is
+   folded where the file system ignores it. A path holding a control character (escaped too),
+   NUL, or longer than ``PATH_MAX`` is a doubt.
 3. A URI, as RFC 3986 section 6 says: scheme and host case-folded, a port that is the
    scheme's default dropped, percent-escapes of unreserved characters decoded and the others
    written in capitals, dot segments removed (escaped ones too, ``%2e%2e``) for the schemes
@@ -23,23 +25,28 @@ Rules:
    A host's final dot is dropped. Doubts: an escape that does not decode, a ``file:`` URL
    naming another machine or no absolute path, a scheme Signoff does not know carrying dot
    segments (its server may or may not resolve them), a ``\\`` or an escaped ``/`` or ``\\``
-   in the path of a scheme that resolves dot segments (some readers take them for separators).
-4. An e-mail address: each address a text holds (``Name <a@x>``, ``a@x, b@y``), lower-cased.
-   A text with no address, or holding an ``@`` that is in no address it yields, is a doubt.
+   in the path of a scheme that resolves dot segments (some readers take them for separators;
+   in a ``file:`` URL, a ``\\`` spelled or escaped), a ``?`` or ``#`` in a ``file:`` URL
+   (``Path.from_uri`` takes them for part of the path).
+4. An e-mail address: each address a text holds (``Name <a@x>``, ``a@x, b@y``), lower-cased,
+   a quoted local part unquoted (``"a"@x`` is ``a@x``), its domain as IDNA writes it (``x.com``
+   for a fullwidth one, as Python's sockets read it). A text with no address, holding an ``@``
+   that is in no address it yields, or a domain IDNA cannot write, is a doubt.
 5. Text means itself; one holding a ``.`` or ``..`` path segment (spelled, or escaped as
    ``%2e``) is a doubt: read as text, it could still be a path that climbs.
 6. ``readings``: everything a string could be taken for by anyone who receives it: the
    spelling; the spelling without control characters, percent-decoded, with ``\\`` for ``/``;
    and the meanings of each of those in every domain it can be read in (doubts aside; a
-   ``file:`` URL's path whatever machine it names). What a reject rule checks: anything that
-   could be in its set.
+   ``file:`` URL's path, and the local ``file:`` URL of it, whatever machine it names). What a
+   reject rule checks: anything that could be in its set.
 7. ``domain_of``: the domain of a literal the operator wrote (a rule's value, folder or the
    fixed start of its pattern): a scheme makes a URI, ``/``, ``~`` or a drive a path, one
    ``@`` between words an address; anything else is text.
 8. ``shown``: what a prompt shows beside the spelling: each value that reads as a path (it
-   begins with ``/``, ``~``, ``.`` or a drive, or holds a separator and no white space) or a
-   ``file:`` URL, or a URI holding escapes or dot segments, whose meaning is not its spelling
-   (a trailing separator aside) or that cannot be read as one thing.
+   begins with ``/``, ``~``, ``.`` or a drive, or holds a separator and no white space or
+   markup character) or a ``file:`` URL, or a URI holding escapes or dot segments, whose
+   meaning is not its spelling (a trailing separator aside) or that cannot be read as one
+   thing.
 """
 
 from __future__ import annotations
@@ -146,11 +153,27 @@ def path(text: str, where: Where) -> Reading:
             return Reading(text, (), doubt)
     elif SCHEME.match(text) and not DRIVE.match(text):
         return Reading(text, (), "is a URL of another kind, not a path")
-    absolute = _absolute(local, where)
-    if absolute is None:
-        return Reading(text, (), "is a relative path, and the folder it is read against is"
-                                 " not known")  # fmt: skip
-    return Reading(text, _resolved(absolute, where))
+    found: list[str] = []
+    for form in [local] if _FILE_URL.match(text) else _forms(text):
+        if CONTROL.search(form):  # an escaped one
+            return Reading(text, (), "is no path Signoff reads (a control character in it)")
+        absolute = _absolute(form, where)
+        if absolute is None:
+            return Reading(text, (), "is a relative path, and the folder it is read against is"
+                                     " not known")  # fmt: skip
+        found.extend(_resolved(absolute, where))
+    return Reading(text, tuple(dict.fromkeys(found)))
+
+
+def _forms(local: str) -> list[str]:
+    """A path as spelled, and as a server that trims it, decodes its escapes or reads a ``\\``
+    as a separator takes it (rule 2)."""
+    forms = [local, local.strip()]  # and as one that trims white space
+    if "%" in local:
+        with contextlib.suppress(UnicodeDecodeError):
+            forms.append(urllib.parse.unquote(local, errors="strict"))
+    forms += [f.replace("\\", "/") for f in forms if "\\" in f]
+    return list(dict.fromkeys(forms))
 
 
 def _absolute(text: str, where: Where) -> str | None:
@@ -179,6 +202,8 @@ def _file_url_path(text: str) -> tuple[str, str]:
     """The local path a ``file:`` URL names, or "" and why it names none (rule 3)."""
     if _BAD_ESCAPE.search(text):
         return "", "holds a % that is no escape"
+    if "?" in text or "#" in text:
+        return "", "is a file URL holding a ? or #, which some readers take for part of its path"
     parts = urllib.parse.urlsplit(text)
     if parts.netloc.lower() not in ("", "localhost"):
         return "", f"is a file URL naming another machine ({parts.netloc})"
@@ -188,6 +213,8 @@ def _file_url_path(text: str) -> tuple[str, str]:
         return "", "holds escapes that are not UTF-8"
     if not local.startswith("/") or "\0" in local or CONTROL.search(local):
         return "", "is a file URL naming no absolute path"
+    if "\\" in local and os.sep == "/":
+        return "", "holds a \\, which some readers take for a separator"
     if sys.platform == "win32" and re.match(r"^/[A-Za-z]:", local):
         local = local[1:]
     return local, ""
@@ -308,12 +335,26 @@ def address(text: str) -> Reading:
     if CONTROL.search(text):
         return Reading(text, (), "holds a control character")
     found = [addr.strip().lower().rstrip(".") for _, addr in email.utils.getaddresses([text])]
-    found = [a for a in found if a]
+    found = [_canonical(a) for a in found if a]
     if not found or any(_ADDRESS.fullmatch(a) is None for a in found):
         return Reading(text, (), "is no e-mail address Signoff can read")
     if text.count("@") != len(found):
         return Reading(text, tuple(found), "holds an @ that is in no address it yields")
     return Reading(text, tuple(dict.fromkeys(found)))
+
+
+def _canonical(address: str) -> str:
+    """``address`` with a quoted local part unquoted and its domain as IDNA writes it; "" when
+    IDNA cannot write it (rule 4)."""
+    local, at, domain = address.rpartition("@")
+    if len(local) > 1 and local[0] == local[-1] == '"':  # "a"@x is a@x (RFC 5321)
+        local = re.sub(r"\\(.)", r"\1", local[1:-1])
+    if at and not domain.isascii():
+        try:
+            domain = domain.encode("idna").decode("ascii")
+        except UnicodeError:
+            return ""
+    return f"{local}{at}{domain}"
 
 
 def _has_dot_segment(text: str) -> bool:
@@ -338,7 +379,8 @@ def readings(text: str, where: Where) -> tuple[str, ...]:
             found.extend(uri(base, where).meanings)
             if _FILE_URL.match(base):  # whatever machine it names: a reader may ignore it
                 local = urllib.parse.unquote(urllib.parse.urlsplit(base).path)
-                found.extend(path(local, where).meanings if local.startswith("/") else ())
+                named = path(local, where).meanings if local.startswith("/") else ()
+                found.extend((*named, *map(file_url, named)))
             else:  # as a reader that does not know the scheme may take it: dots resolved
                 found.append(remove_dot_segments(_escapes(base)))
         else:
@@ -386,7 +428,10 @@ def _shown(text: str, where: Where) -> Reading | None:
     elif (
         text.startswith(("/", "~", ".", *_SEPARATORS))
         or DRIVE.match(text)
-        or (any(s in text for s in _SEPARATORS) and not any(c.isspace() for c in text))
+        or (
+            any(s in text for s in _SEPARATORS)
+            and not any(c.isspace() or c in '<>"|' for c in text)
+        )
     ):
         reading = path(text, where)
     else:

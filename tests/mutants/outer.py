@@ -114,12 +114,12 @@ OUTER: tuple[Mutation, ...] = (
         "test_an_allow_rule_written_by_hand_still_never_allows_a_dot_dot_segment",
     ),
     Mutation(
-        "a file URL is read only as it is spelled",
+        "a URL is read only as it is spelled",
         "G-RULES-1",
         "core/policy/meaning.py",
-        "        found.extend(uri(plain, where).meanings)\n",
-        "        pass\n",
-        "the user guide's reject rule on resource reads is escaped with file://localhost/ or ./",
+        "            found.extend(uri(base, where).meanings)\n",
+        "            pass\n",
+        "a reject rule on https://evil.com/ is escaped with EVIL.com:443 or a final dot",
         "tests/core/test_rules.py::test_a_uri_rule_holds_for_every_spelling_of_the_same_uri",
     ),
     Mutation(
