@@ -16,7 +16,9 @@ Rules:
    (not a ``file:`` URL's) also means what it names trimmed of white space, decoded, or with
    ``\\`` for ``/``, as some servers (and Windows, trimming) take it: that counts too. Case is
    folded where the file system ignores it. A path holding a control character (escaped too),
-   NUL, or longer than ``PATH_MAX`` is a doubt.
+   NUL, or longer than ``PATH_MAX``, or naming a file through a process's own view
+   (``/proc/self/fd``, ``/proc/self/cwd``, ``/dev/fd``: the server's, not Signoff's) is a
+   doubt; ``/proc/self/root`` is the same root for both, and is followed.
 3. A URI, as RFC 3986 section 6 says: scheme and host case-folded, a port that is the
    scheme's default dropped, percent-escapes of unreserved characters decoded and the others
    written in capitals, dot segments removed (escaped ones too, ``%2e%2e``) for the schemes
@@ -75,6 +77,12 @@ _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _ESCAPED_DOT = re.compile(r"%2[eE]")
 _SEPARATOR_ESCAPE = re.compile(r"%(2[fF]|5[cC])")
+# A process's own view of files (rule 2): read in Signoff's process, it is not the server's.
+_PROCESS_VIEW_DOUBT = ("names a file through a process's own view (its open files or folder),"
+                       " which is the server's, not Signoff's")  # fmt: skip
+_PROCESS_VIEW = re.compile(
+    r"^/(proc/(self|thread-self|\d+)/(fd|cwd|map_files|task)|dev/(fd|std))(/|$)"
+)
 _ADDRESS = re.compile(r"[^@\s<>,;]+@[^@\s<>,;]+")
 _FILE_URL = re.compile(r"^file:", re.IGNORECASE)
 _META = frozenset(".^$*+?{}[]|()")
@@ -161,7 +169,10 @@ def path(text: str, where: Where) -> Reading:
         if absolute is None:
             return Reading(text, (), "is a relative path, and the folder it is read against is"
                                      " not known")  # fmt: skip
-        found.extend(_resolved(absolute, where))
+        resolved = _resolved(absolute, where)
+        if any(_PROCESS_VIEW.match(p) for p in (posixpath.normpath(absolute), *resolved)):
+            return Reading(text, (), _PROCESS_VIEW_DOUBT)
+        found.extend(resolved)
     return Reading(text, tuple(dict.fromkeys(found)))
 
 

@@ -391,6 +391,10 @@ def test_a_link_is_judged_where_it_leads(tmp_path: Any) -> None:
     through = rule(Effect.ALLOW, ("path", rules.under_folder(str(tmp_path / "alias"))))
     assert decide({"path": str(tmp_path / "notes/a.md")}, through, **at).outcome is ALLOWED
     assert decide({"path": str(tmp_path / "alias/a.md")}, through, **at).outcome is ALLOWED
+    for view in ("/proc/self/fd/3", "/proc/self/cwd/id", "/dev/fd/3"):  # the server's, not ours
+        assert decide({"path": view}, keys, **at).outcome is not ALLOWED, view
+        assert decide({"path": view}, keys, side_effect=SideEffect.READ_ONLY,
+                      **at).outcome is ASKED, view  # fmt: skip
     self_root = f"/proc/self/root{tmp_path}/keys/id"
     assert decide({"path": self_root}, keys, **at).outcome is DENIED
 
