@@ -234,7 +234,7 @@ def _in_domain(node: Any, domain: Domain, where: Where) -> Any:
             out[key] = _start_pattern(_folder_pattern(value, where), domain, where)
         elif key == "pattern" and isinstance(value, str) and domain is Domain.URI:
             out[key] = _start_pattern(value, domain, where)
-        elif key != "not" and isinstance(value, dict | list):
+        elif isinstance(value, dict | list):  # in an exception (``not``) too
             out[key] = _in_domain(value, domain, where)
         else:
             out[key] = value
@@ -242,7 +242,8 @@ def _in_domain(node: Any, domain: Domain, where: Where) -> Any:
 
 
 def _meant(literal: str, domain: Domain, where: Where) -> list[str]:
-    reading = meaning.read(literal, domain, where)
+    reading = (meaning.path(literal, where, forms=False) if domain is Domain.PATH
+               else meaning.read(literal, domain, where))  # fmt: skip
     return list(reading.meanings) if reading.meanings and not reading.doubt else [literal]
 
 
@@ -256,7 +257,8 @@ def _start_pattern(regex: str, domain: Domain, where: Where) -> str:
     start = meaning.pattern_start(regex)
     if not start or not _FIXED.fullmatch(regex):
         return regex
-    reading = meaning.read(start, domain, where)
+    reading = (meaning.path(start, where, forms=False) if domain is Domain.PATH
+               else meaning.read(start, domain, where))  # fmt: skip
     if reading.doubt:
         return regex
     heads = [start, *(m.rstrip("/") + "/" for m in reading.meanings)]
@@ -271,7 +273,7 @@ def _folder_pattern(regex: str, where: Where) -> str:
     if found is None or start is None or re.escape(start) != found[1]:
         return regex
     folder = start or "/"
-    forms = [folder, *meaning.path(folder, where).meanings]
+    forms = [folder, *meaning.path(folder, where, forms=False).meanings]
     heads = [re.escape(f.rstrip("/")) for f in dict.fromkeys(forms)]
     return f"^(?:{'|'.join(heads)})(/|$)"
 
@@ -289,7 +291,8 @@ def _documents(
         return
     names = list(judged)
     choices = [variants(n, arguments[n]) for n in names]
-    _count(choices)
+    if sum(len(c) > 1 for c in choices) > 1:  # one argument alone is read in a line, uncapped
+        _count(choices)
     for chosen in itertools.product(*choices):
         yield {**arguments, **dict(zip(names, chosen, strict=True))}
 

@@ -18,7 +18,9 @@ Rules:
    folded where the file system ignores it. A path holding a control character (escaped too),
    NUL, or longer than ``PATH_MAX``, or naming a file through a process's own view
    (``/proc/self/fd``, ``/proc/self/cwd``, ``/dev/fd``: the server's, not Signoff's) is a
-   doubt; ``/proc/self/root`` is the same root for both, and is followed.
+   doubt; ``/proc/self/root`` is the same root for both, and is followed. For a server on
+   another machine (``Where.local`` false) nothing of this machine is asked: a path is folded
+   as text only, and ``~`` or a relative path is a doubt.
 3. A URI, as RFC 3986 section 6 says: scheme and host case-folded, a port that is the
    scheme's default dropped, percent-escapes of unreserved characters decoded and the others
    written in capitals, dot segments removed (escaped ones too, ``%2e%2e``) for the schemes
@@ -60,8 +62,10 @@ import os
 import posixpath
 import re
 import sys
+import unicodedata
 import urllib.parse
 from dataclasses import dataclass
+from typing import ClassVar
 
 PATH_MAX = 4096
 FOLDS_CASE = sys.platform in ("darwin", "win32")  # their usual file systems ignore case
@@ -77,6 +81,7 @@ _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _ESCAPED_DOT = re.compile(r"%2[eE]")
 _SEPARATOR_ESCAPE = re.compile(r"%(2[fF]|5[cC])")
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/?#@]*@")
 # A process's own view of files (rule 2): read in Signoff's process, it is not the server's.
 _PROCESS_VIEW_DOUBT = ("names a file through a process's own view (its open files or folder),"
                        " which is the server's, not Signoff's")  # fmt: skip
@@ -103,6 +108,11 @@ class Where:
 
     cwd: str | None = None
     folds_case: bool = FOLDS_CASE
+    # False for a server on another machine (a remote one): this machine's links and home say
+    # nothing of its files, so a path is folded as text only and ``~`` is a doubt (rule 2).
+    local: bool = True
+
+    ELSEWHERE: ClassVar[Where]
 
     @classmethod
     def here(cls) -> Where:
@@ -111,6 +121,9 @@ class Where:
             return cls(os.getcwd())
         except OSError:  # the working directory was removed: relative paths name nothing
             return cls(None)
+
+
+Where.ELSEWHERE = Where(None, folds_case=False, local=False)
 
 
 @dataclass(frozen=True)
@@ -149,8 +162,9 @@ def read(text: str, domain: Domain, where: Where) -> Reading:
 # --- paths ----------------------------------------------------------------------------------
 
 
-def path(text: str, where: Where) -> Reading:
-    """Rule 2."""
+def path(text: str, where: Where, *, forms: bool = True) -> Reading:
+    """Rule 2. ``forms``: the trimmed, decoded and ``\\`` forms count too (a value a server
+    receives); not for a value the operator wrote in a rule, which means what it says."""
     if not text or len(text) > PATH_MAX or CONTROL.search(text):
         return Reading(text, (), "is no path Signoff reads (empty, too long or a control"
                                  " character in it)")  # fmt: skip
@@ -162,7 +176,7 @@ def path(text: str, where: Where) -> Reading:
     elif SCHEME.match(text) and not DRIVE.match(text):
         return Reading(text, (), "is a URL of another kind, not a path")
     found: list[str] = []
-    for form in [local] if _FILE_URL.match(text) else _forms(text):
+    for form in [local] if _FILE_URL.match(text) or not forms else path_forms(text):
         if CONTROL.search(form):  # an escaped one
             return Reading(text, (), "is no path Signoff reads (a control character in it)")
         absolute = _absolute(form, where)
@@ -176,7 +190,7 @@ def path(text: str, where: Where) -> Reading:
     return Reading(text, tuple(dict.fromkeys(found)))
 
 
-def _forms(local: str) -> list[str]:
+def path_forms(local: str) -> list[str]:
     """A path as spelled, and as a server that trims it, decodes its escapes or reads a ``\\``
     as a separator takes it (rule 2)."""
     forms = [local, local.strip()]  # and as one that trims white space
@@ -188,6 +202,8 @@ def _forms(local: str) -> list[str]:
 
 
 def _absolute(text: str, where: Where) -> str | None:
+    if not where.local and text.startswith("~"):
+        return None  # whose home? the server's, on its own machine
     text = os.path.expanduser(text)
     if os.path.isabs(text):
         return text
@@ -196,9 +212,11 @@ def _absolute(text: str, where: Where) -> str | None:
 
 def _resolved(absolute: str, where: Where) -> tuple[str, ...]:
     fold = posixpath.normpath if os.sep == "/" else os.path.normpath
-    found: tuple[str, ...] = (_real(absolute), _real(fold(absolute)))
-    if where.folds_case:
-        found = tuple(p.casefold() for p in found)
+    found: tuple[str, ...] = (
+        (_real(absolute), _real(fold(absolute))) if where.local else (fold(absolute),)
+    )
+    if where.folds_case:  # as written too: a pattern in mixed case is matched against it
+        found = (*found, *(p.casefold() for p in found))
     return tuple(dict.fromkeys(found))
 
 
@@ -209,13 +227,23 @@ def _real(text: str) -> str:
         return os.path.abspath(text)
 
 
+def _split(text: str) -> urllib.parse.SplitResult | None:
+    """``urlsplit``, or None where it refuses the text (a ``[`` host left open)."""
+    try:
+        return urllib.parse.urlsplit(text)
+    except ValueError:
+        return None
+
+
 def _file_url_path(text: str) -> tuple[str, str]:
     """The local path a ``file:`` URL names, or "" and why it names none (rule 3)."""
     if _BAD_ESCAPE.search(text):
         return "", "holds a % that is no escape"
     if "?" in text or "#" in text:
         return "", "is a file URL holding a ? or #, which some readers take for part of its path"
-    parts = urllib.parse.urlsplit(text)
+    parts = _split(text)
+    if parts is None:
+        return "", "is no URL Signoff can read"
     if parts.netloc.lower() not in ("", "localhost"):
         return "", f"is a file URL naming another machine ({parts.netloc})"
     try:
@@ -236,37 +264,48 @@ def _file_url_path(text: str) -> tuple[str, str]:
 
 def uri(text: str, where: Where) -> Reading:
     """Rule 3."""
+    spelled = text
     found = SCHEME.match(text)
     if found is None or DRIVE.match(text):
-        return Reading(text, (), "is no URI (it has no scheme)")
+        return Reading(spelled, (), "is no URI (it has no scheme)")
     if CONTROL.search(text) or _BAD_ESCAPE.search(text):
-        return Reading(text, (), "holds a control character or a % that is no escape")
+        return Reading(spelled, (), "holds a control character or a % that is no escape")
     scheme = found[1].lower()
     if scheme == "file":
         local, doubt = _file_url_path(text)
         if doubt:
-            return Reading(text, (), doubt)
+            return Reading(spelled, (), doubt)
         meanings = _resolved(local, where)
-        return Reading(text, tuple(file_url(m) for m in meanings))
-    parts = urllib.parse.urlsplit(text)
+        return Reading(spelled, tuple(file_url(m) for m in meanings))
+    resolves = scheme in RESOLVING
+    if resolves:  # as WHATWG reads a special scheme: "https:/x" and "https:x" are "https://x"
+        text = f"{scheme}://" + text[len(scheme) + 1 :].lstrip("/\\")
+    parts = _split(text)
+    if parts is None:
+        return Reading(spelled, (), "is no URL Signoff can read")
     netloc = (
         _netloc(scheme, parts.netloc) if parts.netloc or "//" in text[: len(scheme) + 3] else ""
     )
+    if netloc is None:
+        return Reading(spelled, (), "has a host or port Signoff cannot read")
+    if resolves and "@" in netloc:
+        meant = _join(scheme, netloc, _escapes(parts.path), parts, text)
+        return Reading(spelled, (meant,), "holds a name before its host, which a reader may"
+                                          " take for the host")  # fmt: skip
     path_part = _escapes(parts.path)
-    resolves = scheme in RESOLVING
     if resolves and ("\\" in path_part or _SEPARATOR_ESCAPE.search(path_part)):
-        return Reading(text, (_join(scheme, netloc, path_part, parts, text),),
+        return Reading(spelled, (_join(scheme, netloc, path_part, parts, text),),
                        "holds a \\ or an escaped / or \\, which some readers take for a"
                        " separator")  # fmt: skip
     if not resolves and _has_dot_segment(path_part):
-        return Reading(text, (_join(scheme, netloc, path_part, parts, text),),
+        return Reading(spelled, (_join(scheme, netloc, path_part, parts, text),),
                        f"holds . or .. segments, and whether the server of {scheme}: URIs"
                        " resolves them is not known")  # fmt: skip
     if resolves:
         path_part = remove_dot_segments(path_part)
         if netloc and not path_part:
             path_part = "/"
-    return Reading(text, (_join(scheme, netloc, path_part, parts, text),))
+    return Reading(spelled, (_join(scheme, netloc, path_part, parts, text),))
 
 
 def file_url(local: str) -> str:
@@ -287,16 +326,26 @@ def _join(scheme: str, netloc: str, path_part: str, parts: urllib.parse.SplitRes
     return out
 
 
-def _netloc(scheme: str, netloc: str) -> str:
+def _netloc(scheme: str, netloc: str) -> str | None:
+    """The authority as RFC 3986 and IDNA write it: host case-folded, IDNA, its final dot
+    dropped, the port a number and gone when the scheme's default; None: not readable."""
     user, at, host = netloc.rpartition("@")
-    host = _escapes(host).lower()
-    if host.endswith(":"):
-        host = host[:-1]
-    host = re.sub(r"\.(?=:|$)", "", host)  # "example.com." is "example.com"
+    host = _escapes(host)
     name, colon, port = host.rpartition(":")
-    if colon and "]" not in port and port == DEFAULT_PORTS.get(scheme):
-        host = name
-    return f"{_escapes(user)}{at}{host}"
+    if not colon or "]" in port:
+        name, port = host, ""
+    if port and not port.isdigit():
+        return None
+    port = str(int(port)) if port else ""
+    if not name.isascii():
+        try:
+            name = name.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    name = name.lower().rstrip(".") if not name.startswith("[") else name.lower()
+    if port == DEFAULT_PORTS.get(scheme):
+        port = ""
+    return f"{_escapes(user)}{at}{name}" + (f":{port}" if port else "")
 
 
 def _escapes(text: str) -> str:
@@ -387,18 +436,46 @@ def readings(text: str, where: Where) -> tuple[str, ...]:
     found = list(bases)
     for base in dict.fromkeys(bases):
         if SCHEME.match(base) and not DRIVE.match(base):
-            found.extend(uri(base, where).meanings)
+            meant = uri(base, where).meanings
+            found.extend(meant)  # and the host alone, a name before it dropped
+            found.extend(_USERINFO.sub(r"\1", m) for m in meant if _USERINFO.match(m))
             if _FILE_URL.match(base):  # whatever machine it names: a reader may ignore it
-                local = urllib.parse.unquote(urllib.parse.urlsplit(base).path)
+                split = _split(base)
+                local = urllib.parse.unquote(split.path) if split is not None else ""
                 named = path(local, where).meanings if local.startswith("/") else ()
                 found.extend((*named, *map(file_url, named)))
             else:  # as a reader that does not know the scheme may take it: dots resolved
                 found.append(remove_dot_segments(_escapes(base)))
         else:
             found.extend(path(base, where).meanings)
+            found.extend(_lexical(base, where))
         if "@" in base:
-            found.extend(address(base).meanings)
+            found.extend(_address_readings(base))
+    stripped = text.strip(" \t\n\r\f\v\x00")
+    if stripped != text and SCHEME.match(stripped):  # readers strip it from a URL
+        found.extend(readings(stripped, where))
     return tuple(dict.fromkeys(found))
+
+
+def _lexical(text: str, where: Where) -> tuple[str, ...]:
+    """A path folded as text, its links not followed (``a/link/../b`` is ``a/b``)."""
+    if not text or len(text) > PATH_MAX or "\0" in text:
+        return ()
+    absolute = _absolute(text, where)
+    return () if absolute is None else (posixpath.normpath(absolute),)
+
+
+def _address_readings(text: str) -> tuple[str, ...]:
+    """The addresses a text (or a ``mailto:`` URI) holds, each also as a provider delivers it:
+    its ``+tag`` dropped, its local part in NFKC (rule 6)."""
+    if text[:7].lower() == "mailto:":
+        text = urllib.parse.unquote(text[7:].split("?", 1)[0])
+    found: list[str] = []
+    for each in address(text).meanings:
+        local, _, domain = each.rpartition("@")
+        plain = unicodedata.normalize("NFKC", local).lower()
+        found += [each, f"{plain}@{domain}", f"{plain.split('+', 1)[0]}@{domain}"]
+    return tuple(found)
 
 
 # --- what a person is shown (rule 8) ---------------------------------------------------------

@@ -11,15 +11,18 @@ Rules:
    whole string, and each word of it (split at white space, quotes and ``; | & < > ( )``, and
    after the first ``=``, as in ``--db=PATH``). A ``file:`` URL is read as its path,
    percent-decoded, whatever its authority and slashes (``file:/p``, ``file://localhost/p``,
-   ``FILE:///p``); any other ``scheme:`` word is not a path. A word holding ``%`` escapes is
-   also read decoded. ``~`` is expanded and ``\\`` read as ``/`` as ``core.present`` reads a
-   path (``present.expand``).
+   ``FILE:///p``), with or without what follows a ``?`` or ``#``; any other ``scheme:``
+   word is not a path. Each word is also read as a server that trims it, decodes its escapes
+   or reads ``\\`` as ``/`` takes it (``core.policy.meaning.path_forms``). ``~`` is expanded
+   and ``\\`` read as ``/`` as ``core.present`` reads a path (``present.expand``).
 3. A path resolves into a folder when it is the folder or inside it, with symbolic links
    followed and each ``..`` taken after them (as the operating system takes it), or taken
    first, on the text (as a server that folds the text before it opens the path does):
-   either way counts. For a mutating call, a whole argument naming a folder above one of
-   Signoff's counts too (moving ``~/.config``, or ``.config`` from the home, takes Signoff's
-   configuration along); a word inside a longer text does not (prose is not a path).
+   either way counts. For a mutating call, a whole argument (in any of its forms) naming a
+   folder above one of Signoff's counts too (moving ``~/.config``, or ``.config`` from the
+   home, takes Signoff's configuration along) when it reads as a folder's path: absolute,
+   holding a separator, or a hidden name; not ``.``, ``..`` or a bare word (``home`` from a
+   server started in ``/``), nor a word inside a longer text (prose is not a path).
 4. A relative path is read against the working directory the server starts in, when known
    (the proxy's, which its servers inherit); when it is not known a relative path names
    nothing. Text longer than ``PATH_MAX`` characters, or holding NUL, names no path.
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from core import canonical, paths, present
+from core.policy import meaning
 from core.policy.policy import (
     OWN_FILES_KIND,
     Outcome,
@@ -54,7 +58,7 @@ from core.policy.policy import (
 )
 from core.tools import SideEffect
 
-PATH_MAX = 4096
+PATH_MAX = meaning.PATH_MAX
 MOST_NAMED = 5  # paths named in the reason; the rest are counted
 # Words: split at white space, quotes, shell operators, commas, and (but on Windows, where it
 # follows a drive letter) the path-list separator ':'.
@@ -63,10 +67,8 @@ _WORDS = re.compile(
 )
 MOST_CHECKED = 10_000  # distinct paths looked at in one request; past it, the request waits
 TOO_MANY = "(more paths than Signoff checks in one request)"
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_DRIVE = re.compile(r"^[A-Za-z]:[/\\]")
+_SCHEME, _DRIVE, _FOLDS_CASE = meaning.SCHEME, meaning.DRIVE, meaning.FOLDS_CASE
 _FILE_URL = re.compile(r"^file:(?://[^/]*)?(/.*)$", re.IGNORECASE)
-_FOLDS_CASE = sys.platform in ("darwin", "win32")  # their usual file systems ignore case
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ class OwnFiles:
         found: set[str] = set()
         seen: set[str] = set()
         for text in _strings(arguments):
-            whole = _path(text) if mutating else None
+            wholes = {_path(f) for f in meaning.path_forms(text)} if mutating else set()
             for path in _paths(text):
                 if path in seen:
                     continue
@@ -115,7 +117,7 @@ class OwnFiles:
                 # A folder above Signoff's only as a whole argument (absolute, after ~, or
                 # relative to the server's folder: ".config" from the home): a word of prose
                 # ("home" in a sentence, the "/" of "<img/>") is far more often no path at all.
-                above = path == whole
+                above = path in wholes and _names_a_folder(path)
                 for where in _resolved(path, cwd):
                     if _inside(_key(where), roots) or (above and _holds(_key(where), roots)):
                         found.add(where)
@@ -195,13 +197,22 @@ def _paths(text: str) -> Iterator[str]:
     for word in words:
         if "=" in word:
             words.append(word.split("=", 1)[1])
-        path = _path(word)
-        if path is not None:
-            yield path
-        if "%" in word and not _FILE_URL.match(word):  # a server may decode it (rule 2)
-            decoded = _path(urllib.parse.unquote(word))
-            if decoded is not None:
-                yield decoded
+        forms = [word] if _FILE_URL.match(word) else meaning.path_forms(word)
+        if _FILE_URL.match(word) and ("?" in word or "#" in word):  # read with or without
+            forms.append(re.split(r"[?#]", word, maxsplit=1)[0])
+        for form in forms:  # as a server that trims, decodes or reads \ as / takes it
+            path = _path(form)
+            if path is not None:
+                yield path
+
+
+def _names_a_folder(path: str) -> bool:
+    """Whether a whole argument reads as a folder's path: absolute (after ``~``), holding a
+    separator, or a hidden name (``.config``); never ``.``, ``..`` or a bare word (``home``
+    from a server started in ``/`` is far more often a word)."""
+    if os.path.isabs(path) or "/" in path or os.sep in path:
+        return True
+    return path.startswith(".") and path not in (".", "..")
 
 
 def _path(word: str) -> str | None:

@@ -268,10 +268,12 @@ class ConfigPolicy:
         fixed: Mapping[str, Mapping[str, JSONValue]] | None = None,
         clock: Callable[[], datetime] | None = None,
         where: Where | None = None,
+        elsewhere: frozenset[str] = frozenset(),
     ) -> None:
         """``rules`` and ``fixed``: per tool, by the gate's name for it (``server/tool``);
         ``where``: the folder the servers read relative paths against (None: not known, and
-        a rule decides no request holding one: core/policy/meaning.py)."""
+        a rule decides no request holding one: core/policy/meaning.py); ``elsewhere``: the
+        servers on another machine (remote ones), whose values are read as text, not here."""
         self.classes = {**DEFAULT_RULES, **(classes or {})}
         self.tools = dict(tools or {})
         self.rules = {tool: tuple(found) for tool, found in (rules or {}).items() if found}
@@ -279,17 +281,23 @@ class ConfigPolicy:
                       if tool in self.rules and values}  # fmt: skip
         self.clock = clock or (lambda: datetime.now(UTC))
         self.where = where if where is not None else Where(None)
+        self.elsewhere = elsewhere
         self._identity: tuple[object, str] | None = None  # (the rules it was made from, it)
 
     def at(self, moment: datetime) -> ConfigPolicy:
         """The same policy, its clock stopped at ``moment`` (for a re-check)."""
         return ConfigPolicy(self.classes, self.tools, rules=self.rules, fixed=self.fixed,
-                            clock=lambda: moment, where=self.where)  # fmt: skip
+                            clock=lambda: moment, where=self.where,
+                            elsewhere=self.elsewhere)  # fmt: skip
 
     def reading_from(self, where: Where) -> ConfigPolicy:
         """The same policy, reading values from ``where`` (the servers' working directory)."""
         return ConfigPolicy(self.classes, self.tools, rules=self.rules, fixed=self.fixed,
-                            clock=self.clock, where=where)  # fmt: skip
+                            clock=self.clock, where=where, elsewhere=self.elsewhere)  # fmt: skip
+
+    def where_for(self, tool: str) -> Where:
+        """Where ``tool``'s values are read: here, or as text for a server elsewhere."""
+        return Where.ELSEWHERE if tool.split("/", 1)[0] in self.elsewhere else self.where
 
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         value = request.value()
@@ -309,10 +317,10 @@ class ConfigPolicy:
         arguments = as_received(value["arguments"], self.fixed.get(tool, {}))
         decided = argument_rules.deciding(
             rules, arguments, destructive=side_effect is SideEffect.DESTRUCTIVE, now=self.clock(),
-            where=self.where,
+            where=(where := self.where_for(tool)),
         )  # fmt: skip
         found = decided.rule
-        cwd = self.where.cwd or ""  # recorded: a re-check reads relative paths as this did
+        cwd = where.cwd or ""  # recorded: a re-check reads relative paths as this did
         if found is None:
             return replace(_asked(decision, decided, side_effect), cwd=cwd)
         note = f" ({found.note})" if found.note else ""

@@ -26,14 +26,14 @@ Rules:
    also refuses a path holding a control character (``/notes\n`` is not in ``/notes``), and a
    pattern never matches a text ending in a line break (a pattern's ``$`` would match before
    it).
-8. A rule's id is the one its contents make (rule 1): a rule whose id is not is refused by
-   name (``RuleIdMismatch``), so "allowed by rule R" always names what decided.
 6. An ``allow`` rule on a destructive tool decides only when the operator confirmed it for a
    destructive tool (``destructive``); one made before the tool was classified destructive
    does nothing until it is made again with that confirmation.
 7. What a rule cannot do is said by the policy (core/policy/policy.py): it is asked only about
    a tool the proxy offers (pinned, unchanged, classified), after the class or tool rule; a deny
    stands; the proxy's rules for Signoff's own files and duplicates come after it.
+8. A rule's id is the one its contents make (rule 1): a rule whose id is not is refused by
+   name (``RuleIdMismatch``), so "allowed by rule R" always names what decided.
 """
 
 from __future__ import annotations
@@ -58,15 +58,15 @@ from core.errors import (
     RuleRefused,
     SchemaRefused,
 )
-from core.policy import judge
+from core.policy import judge, meaning
 from core.policy.meaning import Reading, Where
 
 RULE_ID = re.compile(r"R[0-9a-f]{6}")
 KEYS = ("effect", "when", "expires", "note", "destructive")  # a rule's table in config.toml
 # A ``..`` (or ``.``) path segment, with either separator: what rule 5 and ``under_folder``
 # refuse. A word of prose ("wait...") holds none.
-DOT_SEGMENT = r"(^|[/\\])\.\.?([/\\]|$)"
-CONTROL = r"[\x00-\x1f\x7f]"  # what no folder's path holds (rule 5)
+DOT_SEGMENT = meaning.DOT_SEGMENT.pattern
+CONTROL = meaning.CONTROL.pattern  # what no folder's path holds (rule 5)
 LINE_END = r"\n$"  # a text ending in a line break, which a pattern's $ lets through (rule 5)
 _DURATION = re.compile(r"(\d{1,6})\s*(s|m|min|h|d|w)")
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -341,9 +341,10 @@ def deciding(
     where = where if where is not None else Where(None)
     live = sorted((r for r in rules if not r.expired(now)), key=lambda r: r.id)
     doubts: list[Reading] = []
+    by_meaning = {rule.id: rule.by_meaning(where) for rule in live}  # once per rule, per call
     for rule in live:
         if rule.effect is Effect.REJECT:
-            verdict = judge.reject(rule.when, rule.matches, rule.by_meaning(where), arguments,
+            verdict = judge.reject(rule.when, rule.matches, by_meaning[rule.id], arguments,
                                    where)  # fmt: skip
             if verdict.matches:  # rule 4
                 return Decided(rule)
@@ -354,7 +355,7 @@ def deciding(
         allowed_here = rule.destructive or not destructive  # rule 6
         if rule.effect is not Effect.ALLOW or not allowed_here:
             continue
-        normalized = rule.by_meaning(where) or rule.matches
+        normalized = by_meaning[rule.id] or rule.matches
         verdict = judge.allow(rule.when, normalized, arguments, where)
         if verdict.matches:
             return Decided(rule)

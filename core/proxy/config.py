@@ -172,7 +172,9 @@ class Config:
             for tool, spec in server.tools.items()
             if spec.rules and spec.fixed
         }
-        return ConfigPolicy(self.classes, tools, rules=rules, fixed=fixed, where=where)
+        elsewhere = frozenset(s.name for s in self.servers.values() if s.url)  # remote ones
+        return ConfigPolicy(self.classes, tools, rules=rules, fixed=fixed, where=where,
+                            elsewhere=elsewhere)  # fmt: skip
 
     def rules(self) -> list[ArgumentRule]:
         """Every rule on a tool's arguments, by server, tool and id."""

@@ -5,13 +5,14 @@ Rules:
 
 1. A ``resources/subscribe`` of a URI leads to reads of that URI: it is asked as the gate's
    ``resources/read`` of ``{uri}`` would be. A ``completion/complete`` of a resource template's
-   argument leads to a read of the template filled in with the value typed (``filled``); one of
-   a prompt's argument, to a ``prompts/get`` of that prompt with ``{name: value}`` as its
-   arguments.
+   argument leads to a read of the template filled in with the value typed and the values the
+   host gave for its other variables (``context.arguments``: ``filled``); one of a prompt's
+   argument, to a ``prompts/get`` of that prompt with those values and ``{name: value}`` as
+   its arguments.
 2. ``filled``: the template expanded as RFC 6570 says (levels 1 to 4: ``{x}``, ``{+x}``,
    ``{#x}``, ``{.x}``, ``{/x}``, ``{;x}``, ``{?x}``, ``{&x}``, lists, ``:n`` prefixes,
-   ``*``), with the argument as the only variable defined (the others are undefined, so left
-   out). Its value is put in as written, not percent-encoded: a reject rule judges every
+   ``*``), with the argument and the context's values defined (the others are undefined, so
+   left out). Its value is put in as written, not percent-encoded: a reject rule judges every
    reading of a URI, escapes decoded (core/policy/meaning.py rule 6), and an encoded value
    would hide one layer of them.
 3. ``asked``: the request is built as the gate builds a read's or a get's (the gate's name for
@@ -47,9 +48,9 @@ _WOULD = {
 }
 
 
-def filled(template: str, name: str, value: str) -> str:
-    """The URI ``template`` makes with ``name`` = ``value``, every other variable undefined
-    (rule 2)."""
+def filled(template: str, values: dict[str, str]) -> str:
+    """The URI ``template`` makes with ``values`` (the argument completed and those the host
+    already gave, ``context.arguments``), every other variable undefined (rule 2)."""
 
     def expanded(match: re.Match[str]) -> str:
         body = match.group(1)
@@ -58,8 +59,9 @@ def filled(template: str, name: str, value: str) -> str:
         parts = []
         for spec in body[len(operator) :].split(","):
             variable, _, prefix = spec.removesuffix("*").partition(":")
-            if variable != name:
+            if variable not in values:
                 continue  # undefined: left out
+            value = values[variable]
             text = value[: int(prefix)] if prefix.isdigit() else value
             if not named:
                 parts.append(text)

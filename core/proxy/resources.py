@@ -279,6 +279,14 @@ class Resources:
             return _error(INVALID_PARAMS, "completion/complete needs an argument with a string"
                                           " name and value")  # fmt: skip
         name, value = argument["name"], argument["value"]
+        # What the host already gave for the other arguments leads to the same read or get.
+        context = params.get("context")
+        given = context.get("arguments") if isinstance(context, dict) else None
+        if given is not None and not (
+            isinstance(given, dict) and all(isinstance(v, str) for v in given.values())
+        ):
+            return _error(INVALID_PARAMS, "completion/complete: context arguments are strings")
+        values = {**(given or {}), name: value}
         kind = ref.get("type") if isinstance(ref, dict) else None
         server, refused = None, None
         if isinstance(ref, dict) and kind == "ref/prompt" and isinstance(ref.get("name"), str):
@@ -287,12 +295,12 @@ class Resources:
             if found is not None:
                 server, ref = found[0], {**ref, "name": found[1].key}
                 refused = self._refused(server, "prompts/get",
-                                        {"name": ref["name"], "arguments": {name: value}},
+                                        {"name": ref["name"], "arguments": values},
                                         "completion", f"a get of prompt {shown}")  # fmt: skip
         elif isinstance(ref, dict) and kind == "ref/resource" and isinstance(ref.get("uri"), str):
             await self._list_templates()
             server = self.templates.get(ref["uri"])
-            uri = leads.filled(ref["uri"], name, value)
+            uri = leads.filled(ref["uri"], values)
             if server is not None:
                 refused = self._refused(server, "resources/read", {"uri": uri},
                                         "completion", f"a read of {uri}")  # fmt: skip

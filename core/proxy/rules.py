@@ -11,9 +11,10 @@ Rules:
    asking, recorded as allowed under that grant, where the policy or the duplicate rule would
    have asked; not when an identical call may have run with its outcome unknown (it still
    asks), never over the own-files rule, a deny or an abort.
-4. Each decision says what the request's paths and URLs mean where that is not how they are
-   written (``PolicyDecision.read``, core/policy/meaning.py rule 8): the prompt shows both, and
-   such a request is never approved from a notification alone.
+4. Each decision that is not an allow says what the request's paths and URLs mean where that
+   is not how they are written (``PolicyDecision.read``, core/policy/meaning.py rule 8): the
+   prompt and History show both, and such a request is never approved from a notification
+   alone. An allowed call is shown to nobody, so its links are not read.
 
 The per-call flags (``duplicate_of``, ``grant``, ``may_have_run``) are set by the proxy for one
 proposal; proposals are synchronous, so no other call can see them.
@@ -62,8 +63,14 @@ class ProxyRules:
 
     def evaluate(self, request: PolicyRequest) -> PolicyDecision:
         value = request.value()  # once, for all
+        decision = self._decide(request, value)
+        if decision.outcome is Outcome.ALLOW:  # nobody is shown it: no links read (rule 4)
+            return decision
         # What each path or URL means where the spelling says otherwise (rule 4).
-        return self._decide(request, value).reading(meaning.shown(value["arguments"], self.where))
+        where = self.where
+        if isinstance(self.inner, ConfigPolicy):  # a remote server's values: read as text
+            where = self.inner.where_for(value["tool"]) if self.inner.elsewhere else where
+        return decision.reading(meaning.shown(value["arguments"], where))
 
     def _decide(self, request: PolicyRequest, value: dict[str, Any]) -> PolicyDecision:
         decision = self.inner.evaluate(request)

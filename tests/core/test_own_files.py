@@ -209,15 +209,26 @@ def test_a_folder_above_signoffs_named_relatively_counts_for_a_mutating_call(
     for folder in (data, config):
         folder.mkdir(parents=True)
     own = OwnFiles((data, config), cwd=home)
-    for name, folder in ((".config", home / ".config"), ("./.config", home / ".config"),
-                         (".local/share", home / ".local/share"), (".", home),
-                         ("user/.config", home / ".config")):  # fmt: skip
+    cases = {
+        ".config": ".config",
+        "./.config": ".config",
+        ".local/share": ".local/share",
+        "~/.config ": ".config",
+        "~%2F.config": ".config",
+        "user/.config": ".config",
+    }
+    for name, folder in ((n, home / f) for n, f in cases.items()):
         at = own if name != "user/.config" else OwnFiles((data, config), cwd=tmp_path)
         assert at.touched({"source": name, "destination": "/tmp/x"}, mutating=True) == (
             str(folder),
         ), name
         assert at.touched({"path": name}) == (), name  # listing it reads no Signoff file
     assert own.touched({"message": "move .config later"}, mutating=True) == ()  # prose
+    for word in (".", "..", "home"):  # a bare word, from a server started in / or the home
+        at = OwnFiles((data, config), cwd=Path("/") if word == "home" else home)
+        assert at.touched({"path": word}, mutating=True) == (), word
+    url = f"file://{config}?x"
+    assert own.touched({"uri": url}) == (str(config),)  # with or without what follows the ?
 
 
 @pytest.mark.guarantee("G-FILES-2")

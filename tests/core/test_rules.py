@@ -470,3 +470,73 @@ def test_a_request_with_more_readings_than_are_checked_is_asked_not_allowed() ->
     many = {f"p{i}": f"/a/./b{i}" for i in range(MOST_COMBINATIONS.bit_length() + 1)}
     decision = decide(many, never, side_effect=SideEffect.READ_ONLY, **where("/"))
     assert decision.outcome is ASKED and "more readings" in decision.reason
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_pattern_through_a_link_holds_for_the_path_folded_as_text_too(tmp_path: Any) -> None:
+    """A reject pattern whose fixed text goes through a link (``link/sec``) matches ``//`` and
+    ``./`` spellings of it: the path folded as text, links not followed, is a reading too."""
+    (tmp_path / "real/sec").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    never = rule(Effect.REJECT, ("path", rules.pattern(f"^{tmp_path}/link/sec/.*\\.key$")))
+    for path in (f"{tmp_path}//link/sec/a.key", f"{tmp_path}/link/./sec/a.key"):
+        decided = decide({"path": path}, never, side_effect=SideEffect.READ_ONLY, **where("/"))
+        assert decided.outcome is DENIED, path
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_web_host_is_the_same_host_however_a_client_reads_it() -> None:
+    never = rule(Effect.REJECT, ("url", rules.pattern("^https://evil\\.com/")))
+    for url in ("https://user@evil.com/x", "https://evil.com:0443/x", "https://\uff45\uff56\uff49\uff4c.com/x",
+                "https://evil。com/x", "https:/evil.com/x", "https:evil.com/x",
+                " HTTPS://EVIL.COM/x"):  # fmt: skip
+        assert decide({"url": url}, never, side_effect=SideEffect.READ_ONLY).outcome is DENIED, url
+    docs = rule(Effect.ALLOW, ("url", rules.pattern("^https://docs\\.example\\.com/")))
+    assert decide({"url": "https://docs.example.com/a"}, docs).outcome is ALLOWED
+    for url in ("https://docs.example.com@evil.com/", "https://[::1/x"):  # whose host?
+        assert decide({"url": url}, docs).outcome is ASKED, url
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_an_exception_inside_an_allow_condition_is_read_by_meaning_too(tmp_path: Any) -> None:
+    (tmp_path / "real/sec").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    condition = {"properties": {"path": {"pattern": f"^{tmp_path}/",
+                                         "not": {"pattern": f"^{tmp_path}/link/"}}},
+                 "required": ["path"]}  # fmt: skip
+    but_link = ArgumentRule.make("mail", "send", Effect.ALLOW, condition)
+    assert decide({"path": f"{tmp_path}/a"}, but_link, **where("/")).outcome is ALLOWED
+    assert decide({"path": f"{tmp_path}/link/sec/a"}, but_link, **where("/")).outcome is ASKED
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_recipient_is_read_as_a_provider_delivers_it() -> None:
+    never = rule(Effect.REJECT, ("to", rules.one_of(["evil@x.com"])))
+    for to in ("evil+tag@x.com", "MAILTO:EVIL@X.COM?subject=hi", "\uff45\uff56\uff49\uff4c@x.com",
+               [f"p{i}@team.org" for i in range(600)] + ["evil@x.com"]):  # fmt: skip
+        assert decide({"to": to}, never).outcome is DENIED, str(to)[:40]
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_rules_own_folder_means_what_it_says() -> None:
+    """The forms a server may make of a value it receives (decoded, trimmed) are not the
+    operator's: ``/srv/data%2fx`` is not ``/srv/data/x``."""
+    odd = rule(Effect.ALLOW, ("path", rules.under_folder("/srv/data%2fx")))
+    assert decide({"path": "/srv/data/x/a"}, odd, **where("/")).outcome is ASKED
+    # and the value as written may be read decoded by its server: asked too
+    assert decide({"path": "/srv/data%2fx/a"}, odd, **where("/")).outcome is ASKED
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_remote_servers_paths_are_read_as_text_not_on_this_machine(tmp_path: Any) -> None:
+    """A link on this machine says nothing of a remote server's files: ``link/x`` is not in
+    the folder it leads to here, and ``~`` is the server's own home, unknown."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "notes")
+    notes = rule(Effect.ALLOW, ("path", rules.under_folder(str(tmp_path / "notes"))))
+    here = decide({"path": f"{tmp_path}/link/x"}, notes, **where("/"))
+    assert here.outcome is ALLOWED  # a server on this machine opens notes/x
+    remote = {"where": meaning.Where("/"), "elsewhere": frozenset({"mail"})}
+    for path in (f"{tmp_path}/link/x", "~/notes/x", "x"):
+        assert decide({"path": path}, notes, **remote).outcome is ASKED, path
+    assert decide({"path": f"{tmp_path}/notes/./x"}, notes, **remote).outcome is ALLOWED

@@ -140,6 +140,10 @@ def test_a_completion_toward_a_rejected_prompt_get_is_refused_and_never_sent(rig
             assert rule in await refused(asked)
             done = await host.complete(prompt, {"name": "department", "value": "E"})
             assert done.completion.values  # the server's own completions, passed on
+            # Another argument, the rejected value given as context: the same get.
+            in_context = host.complete(prompt, {"name": "name", "value": "A"},
+                                       context_arguments={"department": "Engineering"})  # fmt: skip
+            assert rule in await refused(in_context)
 
     run(scenario)
     assert [p["argument"]["value"] for p in sent(log, "completion/complete")] == ["E"]
@@ -185,4 +189,4 @@ def test_a_subscription_a_read_would_ask_the_operator_for_is_refused_saying_why(
 def test_a_template_is_filled_with_the_value_typed_as_written_the_others_left_out(
     template: str, uri: str
 ) -> None:
-    assert filled(template, "id", "a/b") == uri
+    assert filled(template, {"id": "a/b"}) == uri
