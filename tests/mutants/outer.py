@@ -212,7 +212,7 @@ OUTER: tuple[Mutation, ...] = (
         "    if not doubts or (decision.outcome is Outcome.ALLOW and not decided.unsure):\n",
         "    if not doubts or decision.outcome is Outcome.ALLOW:\n",
         "a read whose readings were not all checked runs unasked past a reject rule",
-        "tests/core/test_rules.py::test_a_request_with_more_readings_than_are_checked_is_asked_not_allowed",
+        "tests/core/test_rules.py::test_a_link_is_judged_where_it_leads",
     ),
     Mutation(
         "a path's escapes are not read decoded by the own-files rule",
@@ -221,7 +221,8 @@ OUTER: tuple[Mutation, ...] = (
         "        forms = [word] if _FILE_URL.match(word) else meaning.path_forms(word)\n",
         "        forms = [word]\n",
         "config%2Etoml is written unasked by a server that decodes it",
-        "tests/core/test_own_files.py::test_a_path_with_percent_escapes_is_read_decoded_too",
+        "tests/core/test_own_files.py::"
+        "test_a_folder_above_signoffs_named_relatively_counts_for_a_mutating_call",
     ),
     Mutation(
         "a folder above Signoff's named relatively is not its own files",
