@@ -134,11 +134,6 @@ class Reading:
     meanings: tuple[str, ...] = ()
     doubt: str = ""  # why it cannot be read as one thing; "" when it can
 
-    @property
-    def differs(self) -> bool:
-        """Whether what it means is other than how it is written (a prompt says so)."""
-        return bool(self.doubt) or self.meanings not in ((), (self.spelling,))
-
     def words(self) -> str:
         """``resolves to /a`` / ``resolves to /a or /b`` / the doubt, for a prompt."""
         if self.doubt:
