@@ -19,9 +19,10 @@ Rules:
    or object also by each of its members alone (a reject rule on recipients matches a list
    holding one), in every combination (a list too long for that: its elements alone and all
    in their first, second... reading), against the condition as written and with its values
-   compared by meaning (rule 2). When none holds, a string it judges that has no one meaning
-   in its domain (a relative path with no known folder, a ``file:`` URL naming another
-   machine...) leaves the rule not ruled out: its doubt is said, and the request is asked.
+   compared by meaning (rule 2). When none holds, a string it judges as a path, URI or
+   address that has no one meaning there (a relative path with no known folder, a ``file:``
+   URL naming another machine...) leaves the rule not ruled out: its doubt is said, and the
+   request is asked. Text means itself: every reading of it was tried.
 4. ``allow``: the rule matches only when every string it judges has a meaning in its domain
    (no doubt) and the condition holds for every combination of those meanings. A string it does
    not judge, or judges as text, that holds a ``.`` or ``..`` segment (spelled or escaped) is a
@@ -337,11 +338,14 @@ def _unread(
         return
     domains = domains_of(condition)
     for name in judged:
+        domain = domains.get(name, Domain.TEXT)
+        if domain is Domain.TEXT:  # text means itself, every reading of it already tried
+            continue
         stack: list[Any] = [arguments[name]]
         while stack:
             item = stack.pop()
             if isinstance(item, str):
-                reading = meaning.read(item, domains.get(name, Domain.TEXT), where)
+                reading = meaning.read(item, domain, where)
                 if reading.doubt:
                     yield reading
             elif isinstance(item, dict | list):

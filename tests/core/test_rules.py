@@ -540,3 +540,14 @@ def test_a_remote_servers_paths_are_read_as_text_not_on_this_machine(tmp_path: A
     for path in (f"{tmp_path}/link/x", "~/notes/x", "x"):
         assert decide({"path": path}, notes, **remote).outcome is ASKED, path
     assert decide({"path": f"{tmp_path}/notes/./x"}, notes, **remote).outcome is ALLOWED
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_a_reject_rule_on_text_does_not_ask_about_a_dot_dot_it_does_not_match() -> None:
+    """A ``..`` makes a text doubtful only for an allow rule: a reject rule on a command's text
+    has tried every reading of it, and a text such as ``docs/../README`` still runs."""
+    never = rule(Effect.REJECT, ("text", rules.pattern("^rm ")))
+    allowed = decide({"text": "docs/../README"}, never, side_effect=SideEffect.READ_ONLY)
+    assert allowed.outcome is ALLOWED
+    refused = decide({"text": "rm ../x"}, never, side_effect=SideEffect.READ_ONLY)
+    assert refused.outcome is DENIED
