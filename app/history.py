@@ -83,8 +83,8 @@ from app.history_recheck import RecheckTab
 from app.words import WORDS, class_words
 from core import present
 from core.chain import ChainVerifier, Head
-from core.errors import ChainBroken, HeadUnavailable, SignoffError
-from core.heads import HeadStore
+from core.errors import ChainBroken, DatabaseRestored, HeadUnavailable, SignoffError
+from core.heads import HeadStore, kept_head
 from core.store import Store, format_time
 
 KEPT_POLL_MS = 20
@@ -441,7 +441,8 @@ class HistoryWindow(QWidget):
         self._set_banner("verifying", f"Verifying the record: 0 of {self._verify_end} events…")
         # The kept head is read on a thread of its own while the chain verifies here: a
         # keyring call never holds the window (a locked keyring may wait on its prompt).
-        self._kept = _KEYRING.submit(self.heads.load, self.store.path)
+        store, heads = self.store, self.heads
+        self._kept = _KEYRING.submit(lambda: kept_head(heads, store.path, store.database_id)[0])
         self._verify_timer.start()
 
     def _verify_tick(self) -> None:
@@ -504,6 +505,8 @@ class HistoryWindow(QWidget):
             banner = kept_banner(self.store, head, self._kept.result() if self._kept else None)
         except HeadUnavailable as e:
             banner = ("not_anchored", f"{intact(head.seq)}; not anchored: {e}")
+        except DatabaseRestored as e:  # another database where this one was anchored
+            banner = ("broken", f"Record NOT trusted: {e}")
         if banner is None:  # the log grew past the kept head: verify on to it
             self._verify_end = self.store.head().seq
             self.progress.setMaximum(self._verify_end)

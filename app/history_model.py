@@ -554,7 +554,7 @@ def kept_banner(store: Store, head: Head, kept: Head | None) -> tuple[str, str] 
                 " for this database yet")  # fmt: skip
     if kept.database_id != store.database_id:
         raise ChainBroken(
-            f"the head kept for this place belongs to database {kept.database_id}, but"
+            f"the head kept for it belongs to database {kept.database_id}, but"
             f" this file is database {store.database_id}: the file was replaced",
             seq=kept.seq,
         )

@@ -80,6 +80,10 @@ class KeyringWorker(QObject):
     def acknowledge(self) -> None:
         self._submit("acknowledge")
 
+    def accept(self) -> None:
+        """The operator confirms that the database here is theirs (core/witness.py rule 5)."""
+        self._submit("accept")
+
     def fetch_key(self) -> Future[Any]:
         """Read (or make) the operator key on the worker; the same read while one is queued."""
         with self._guard:
@@ -147,7 +151,7 @@ class KeyringWorker(QObject):
 
     def _submit(self, kind: str) -> None:
         with self._guard:
-            if kind in self._queued and kind != "acknowledge":
+            if kind in self._queued and kind not in ("acknowledge", "accept"):
                 return
             self._queued.add(kind)
         try:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QFont, QIcon, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+from PySide6.QtWidgets import QMenu, QMessageBox, QSystemTrayIcon
 
 from app import autostart, config_outside
 from app.config_outside import ConfigOutsideDialog
@@ -60,6 +60,8 @@ UNAUTHENTICATED = (
     "Decisions unauthenticated (your choice): whoever can write Signoff's files can approve"
     " a request"
 )
+UNCONFIRMED = "[DatabaseReplaced]"  # the alarm of another database where one was anchored
+ACCEPT_DATABASE = "This database is mine: anchor it here…"
 TRY_DEMO = "Try the demo…"
 DEMO_RUNNING = "The demo is running: what it asks…"
 DEMO_HISTORY = "The demo's history…"
@@ -149,6 +151,7 @@ class TrayApp(QObject):
         self._sweeper.timeout.connect(self.sweep)
         self._anchor_wait = self._anchor_countdown = 1  # sweeps between keyring retries
         self._alarmed = ""
+        self._confirming: QMessageBox | None = None  # the question before accepting a database
         self.config_outside = ""  # why config.toml is not the recorded one, "" when it is
         self.config_dialog: ConfigOutsideDialog | None = None
         self.said: list[tuple[str, str]] = []  # (title, text) of the tray's messages, in order
@@ -501,6 +504,9 @@ class TrayApp(QObject):
             acknowledge = menu.addAction("Acknowledge the alarm and verify again")
             acknowledge.triggered.connect(self._acknowledge)
             alarm.setEnabled(False)
+            if UNCONFIRMED in witness.alarm:
+                accept = menu.addAction(ACCEPT_DATABASE)
+                accept.triggered.connect(self.confirm_database)
             menu.addSeparator()
         if self.config_outside:
             outside_action = menu.addAction(self._label(f"{config_outside.TITLE}: review…"))
@@ -571,6 +577,26 @@ class TrayApp(QObject):
     def _acknowledge(self) -> None:
         self.witness.acknowledge()
         self._alarmed = ""
+
+    def confirm_database(self) -> QMessageBox:
+        """Ask before anchoring another database here (core/witness.py rule 5): the alarm in
+        full, and Accept or Cancel; the box, for whoever drives it."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Signoff: another database",
+                          f"{self.witness.state.alarm}\n\nAccept the database at"
+                          f" {self.store.path} as yours, and anchor it here?")  # fmt: skip
+        accept = box.addButton("Accept this database", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+
+        def answered() -> None:
+            if box.clickedButton() is accept:
+                self.witness.accept()
+                self._alarmed = ""
+
+        box.finished.connect(answered)
+        box.open()
+        self._confirming = box
+        return box
 
     def _quit(self) -> None:
         from PySide6.QtWidgets import QApplication

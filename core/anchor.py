@@ -7,7 +7,7 @@ Rules:
    when it is further along the same database's chain. Two writers never move it backwards.
 2. Before the kept head is moved, and before a grant is executed, the database must still hold
    the kept head: the same database, the event at the head's sequence with the head's hash.
-   One that does not (a copy restored from before it, a rewritten log, another database) raises
+   One that does not (a copy restored from before it, a rewritten log) raises
    ``DatabaseRestored``, naming what differs; nothing runs.
 3. An approved side effect starts only once the head that includes its ``step.tool_started``
    is kept: a database restored from before that point then executes nothing (rule 2).
@@ -19,7 +19,14 @@ Rules:
    thread kept while it waited is done without a keyring call (after checking, rule 2, that
    the database holds what was kept). A gate keeps the database's last event, not only its own:
    the calls of one busy proxy that started meanwhile then share its keyring write instead of
-   queueing on the lock beside the database one by one.
+   queueing on the lock beside the database one by one. (The first in a process also reads
+   the places of rule 6, and records a place that holds no record yet, once.)
+6. The head is kept, and looked up, by the database's id (core/heads.py), wherever the file
+   lies and however it is reached: a copy of a database put back behind a symbolic link, in
+   another folder, or under another name meets its kept head and must hold it (rule 2). Another
+   database lying where one was anchored (one the keyring never saw, or one anchored
+   elsewhere) raises ``DatabaseUnconfirmed``: nothing approved runs until the operator confirms
+   it (``signoff anchor accept``, or the tray's alarm menu; ``core.heads.confirm``).
 
 The compare-before-write runs whole on the keyring's call thread (core/keyring_calls.py), under
 the lock, so a caller that gave up waiting never leaves half of one behind.
@@ -29,7 +36,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -38,42 +45,46 @@ from core import chain, keyring_calls
 from core.chain import Head
 from core.errors import DatabaseRestored, HeadUnavailable, LockTimeout, NotAnchored
 from core.filelock import locked
-from core.heads import HeadStore
+from core.heads import HeadStore, kept_head, places
 from core.store import Store
 
 LOCK_SECONDS = 10.0
 
 
 class Anchor:
-    """Keeps ``store``'s head in ``heads`` before approved side effects (rules 1-4)."""
+    """Keeps ``store``'s head in ``heads`` before approved side effects (rules 1-6)."""
 
     def __init__(self, heads: HeadStore, timeout: float = keyring_calls.TIMEOUT) -> None:
         self.heads = heads
         self.timeout = timeout
-        self._known: dict[Path, Head] = {}  # the kept head this process last read or wrote
-        self._moving: dict[Path, threading.Lock] = {}  # held while a thread moves one (rule 5)
+        self._known: dict[str, Head] = {}  # per database id: the kept head last read or written
+        self._placed: set[tuple[str, str]] = set()  # (place, database id) checked (rule 6)
+        self._moving: dict[str, threading.Lock] = {}  # held while a thread moves one (rule 5)
         self._guard = threading.Lock()
 
-    def kept(self, database: Path) -> Head | None:
-        """The head kept for the database at ``database`` (check it with ``holds``): the one
-        this process last read or wrote there, else read from the keyring. The kept head only
-        moves forward, so one known here is at or before the kept one: a database that does
-        not hold it does not hold the kept one either, and the compare-and-write of
-        ``advance`` checks the kept one itself."""
-        known = self._known.get(database)
-        if known is not None:
+    def kept(self, store: Store) -> Head | None:
+        """The head kept for ``store``'s database (check it with ``holds``): the one this
+        process last read or wrote for it, else read from the keyring, by the database's id
+        (rule 6). The kept head only moves forward, so one known here is at or before the kept
+        one: a database that does not hold it does not hold the kept one either, and the
+        compare-and-write of ``advance`` checks the kept one itself."""
+        known = self._known.get(store.database_id)
+        if known is not None and self._is_placed(store.path, store.database_id):
             return known
         try:
-            kept = self.heads.load(database)
+            kept, unrecorded = kept_head(self.heads, store.path, store.database_id)
         except HeadUnavailable as e:
             raise NotAnchored(f"the chain's head cannot be read from the keyring: {e}") from None
+        self._mark_placed(store.path, store.database_id, unrecorded)
         if kept is not None:
-            self._known[database] = kept
-        return kept
+            known = self._known.get(store.database_id)
+            if known is None or known.seq < kept.seq:
+                self._known[store.database_id] = kept
+        return self._known.get(store.database_id)
 
     def check(self, store: Store) -> Head | None:
         """The kept head, after checking that the database still holds it (rule 2)."""
-        kept = self.kept(store.path)
+        kept = self.kept(store)
         if kept is not None:
             holds(store, kept)
         return kept
@@ -85,33 +96,45 @@ class Anchor:
 
         def compare_and_write() -> Head:
             with locked(lock_path(store), LOCK_SECONDS):
-                kept = self.heads.load(path)
+                unrecorded: list[str] = []
+                if placed:  # this process has read this database's places already (rule 6)
+                    kept = self.heads.load(database_id)
+                else:
+                    kept, unrecorded = kept_head(self.heads, path, database_id)
                 if kept is not None:
                     _holds_read_apart(path, database_id, kept)
-                    if kept.database_id == head.database_id and kept.seq >= head.seq:
+                    if kept.seq >= head.seq:
                         return kept
                 keeping = _last_read_apart(path, database_id) if latest else head
                 if keeping.seq < head.seq:
                     keeping = head
-                self.heads.save(path, keeping)
+                self.heads.save(keeping)
+                for place in unrecorded:  # once per place and database (core/heads.py rule 2)
+                    self.heads.place(place, keeping)
                 return keeping
 
         path, database_id = store.path, store.database_id
+        if head.database_id != database_id:
+            raise DatabaseRestored(
+                f"the head to keep is of database {head.database_id}, not of the database at"
+                f" {path} ({database_id}). Nothing runs."
+            )
         deadline = self.timeout + LOCK_SECONDS
         with self._guard:
-            moving = self._moving.setdefault(path, threading.Lock())
+            moving = self._moving.setdefault(database_id, threading.Lock())
         if not moving.acquire(timeout=deadline):
             raise NotAnchored(
                 f"the chain's head cannot be kept in the keyring: this process's earlier keyring"
                 f" call for {path} has not ended within {deadline:g} s"
             )
         try:
-            known = self._known.get(path)
-            if known is not None and known.database_id == database_id and known.seq >= head.seq:
+            placed = self._is_placed(path, database_id)
+            known = self._known.get(database_id)
+            if placed and known is not None and known.seq >= head.seq:
                 try:  # kept by another thread meanwhile: the database must still hold it
                     _holds_read_apart(path, database_id, known)
                 except DatabaseRestored:
-                    self._known.pop(path, None)
+                    self._known.pop(database_id, None)
                     raise
                 except sqlite3.Error as e:
                     raise NotAnchored(f"the chain's head cannot be checked: {e}") from None
@@ -119,16 +142,27 @@ class Anchor:
             try:
                 kept = keyring_calls.call(compare_and_write, deadline)
             except DatabaseRestored:
-                self._known.pop(path, None)
+                self._known.pop(database_id, None)
                 raise
             except (
                 HeadUnavailable, LockTimeout, keyring_calls.KeyringTimeout, OSError, sqlite3.Error,
             ) as e:  # fmt: skip
                 raise NotAnchored(f"the chain's head cannot be kept in the keyring: {e}") from None
-            self._known[path] = kept
+            self._mark_placed(path, database_id)
+            self._known[database_id] = kept
             return kept
         finally:
             moving.release()
+
+    def _is_placed(self, path: Path, database_id: str) -> bool:
+        with self._guard:
+            return all((place, database_id) in self._placed for place in places(path))
+
+    def _mark_placed(self, path: Path, database_id: str, unrecorded: Collection[str] = ()) -> None:
+        with self._guard:
+            self._placed.update(
+                (place, database_id) for place in places(path) if place not in unrecorded
+            )
 
 
 def holds(store: Store, kept: Head) -> None:
@@ -139,7 +173,7 @@ def holds(store: Store, kept: Head) -> None:
 def _holds(path: Path, database_id: str, kept: Head, event_rows: Callable[..., list[Any]]) -> None:
     if kept.database_id != database_id:
         raise DatabaseRestored(
-            f"the database at {path} is {database_id}, but the head kept for this place is of"
+            f"the database at {path} is {database_id}, but the head checked against it is of"
             f" database {kept.database_id}: it was replaced. Nothing runs."
         )
     if kept.seq == 0:
@@ -170,6 +204,13 @@ def _holds_read_apart(path: Path, database_id: str, kept: Head) -> None:
                 (after, up_to, limit),
             ).fetchall()
 
+        row = conn.execute("SELECT value FROM meta WHERE key = 'database_id'").fetchone()
+        found = None if row is None else row[0]
+        if found != database_id:  # the file was swapped under the open store
+            raise DatabaseRestored(
+                f"the file at {path} is now database {found}, not {database_id}, the one"
+                " opened there: it was replaced. Nothing runs."
+            )
         _holds(path, database_id, kept, event_rows)
     finally:
         conn.close()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from core import paths
 from core.decisions_command import register as register_decisions_command
 from core.demo.command import register as register_demo_command
-from core.errors import ChainBroken, SignoffError, StateDisagrees
+from core.errors import ChainBroken, DatabaseRestored, SignoffError, StateDisagrees
 from core.grants_command import register as register_grants_command
 from core.hosts_commands import register as register_hosts_commands
 from core.proxy.commands import register as register_proxy_commands
@@ -51,6 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-keyring", action="store_true", help="do not compare with the keyring")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.set_defaults(func=_verify)
+
+    p = commands.add_parser(
+        "anchor",
+        help="confirm that the database here is yours, after another was anchored here",
+        description="The OS keyring keeps the chain's head by the database's id, and notes which"
+        " database was anchored where. Another database lying where one was anchored (a fresh"
+        " start, or another Signoff home moved to its place) stops every approved call until"
+        " you confirm it: 'signoff anchor accept' says which database this is and anchors it"
+        " here. A copy of a database the keyring knows is never accepted this way: it must hold"
+        " the head kept for it. Exit 0 when confirmed, 2 when it cannot be.",
+    )
+    p.add_argument("action", choices=["accept"], help="accept: anchor this database here")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.set_defaults(func=_anchor)
 
     p = commands.add_parser(
         "recheck",
@@ -146,6 +160,13 @@ def _verify(args: argparse.Namespace) -> int:
             f"broken at event {e.seq}: {e} [{type(e).__name__}]",
         )
         return EXIT_FAILED
+    except DatabaseRestored as e:  # another database where one was anchored
+        _say(
+            args,
+            {"ok": False, "error": type(e).__name__, "message": str(e)},
+            f"not the database anchored here: {e} [{type(e).__name__}]",
+        )
+        return EXIT_FAILED
     except SignoffError as e:
         _say(
             args,
@@ -181,6 +202,35 @@ def _verify(args: argparse.Namespace) -> int:
             if unchecked
             else ""
         ),
+    )
+    return EXIT_OK
+
+
+def _anchor(args: argparse.Namespace) -> int:
+    from core.anchor import holds
+    from core.heads import KeyringHeadStore, confirm
+    from core.store import Store
+
+    heads = KeyringHeadStore()
+    try:
+        with Store.open(paths.database_path(), create=False, readonly=True) as store:
+            kept = heads.load(store.database_id)
+            if kept is not None:  # a database the keyring knows must hold its kept head
+                holds(store, kept)
+            head = store.head()
+            confirmed = confirm(heads, store.path, head)
+    except SignoffError as e:
+        _say(
+            args,
+            {"ok": False, "error": type(e).__name__, "message": str(e)},
+            f"signoff: {e} [{type(e).__name__}]",
+        )
+        return EXIT_ERROR
+    _say(
+        args,
+        {"ok": True, "database": head.database_id, "events": head.seq, "places": list(confirmed)},
+        f"database {head.database_id} ({head.seq} events) is now the one anchored at "
+        + " and ".join(confirmed),
     )
     return EXIT_OK
 

@@ -321,6 +321,16 @@ class DatabaseRestored(GateError):
     restored from an older copy, or rewritten. Nothing runs until the operator looks."""
 
 
+class DatabaseUnconfirmed(DatabaseRestored):
+    """Another database than the one anchored at this place lies there now (core/heads.py rule
+    2): nothing approved runs until the operator confirms it (``signoff anchor accept``).
+    ``anchored_seq`` is the sequence kept for the database anchored there."""
+
+    def __init__(self, message: str, *, anchored_seq: int) -> None:
+        super().__init__(message)
+        self.anchored_seq = anchored_seq
+
+
 class NotAnchored(GateError):
     """The head could not be anchored outside the database before an approved side effect
     (the keyring failed, or another anchoring held the lock too long). Nothing ran."""

@@ -28,7 +28,6 @@ import asyncio
 import inspect
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from core import canonical, effects, transitions, waiting
@@ -80,10 +79,10 @@ async def _start(s: Hold, state: StepState, request: Request, grant: ApprovalVie
             start(s, state, tx, request, request_json, None, at)
     else:
         # The keyring is called off the event loop: other calls go on meanwhile.
-        anchor = await asyncio.to_thread(_anchor_for, s._gate.config.anchor, s._store.path,
+        anchor = await asyncio.to_thread(_anchor_for, s._gate.config.anchor, s._store.database_id,
                                          unauthenticated_mode_of(s))  # fmt: skip
         if anchor is not None:
-            kept = await asyncio.to_thread(anchor.kept, s._store.path)
+            kept = await asyncio.to_thread(anchor.kept, s._store)
             if kept is not None:  # a database restored from before the anchor: refused
                 holds(s._store, kept)
         with s._store.transaction() as tx:
@@ -174,13 +173,13 @@ def unauthenticated_mode_of(s: Hold) -> bool:
         return unauthenticated_mode(conn)
 
 
-def _anchor_for(anchor: Anchor | None, database: Path, unauthenticated: bool) -> Anchor | None:
+def _anchor_for(anchor: Anchor | None, database_id: str, unauthenticated: bool) -> Anchor | None:
     """The anchor an approved side effect waits for: none only when the operator chose
     unauthenticated decisions and the keyring cannot be read (core/anchor.py rule 4)."""
     if anchor is None or not unauthenticated:
         return anchor
     try:
-        anchor.heads.load(database)
+        anchor.heads.load(database_id)
     except HeadUnavailable:
         return None
     return anchor

@@ -358,11 +358,14 @@ async def live(
         return None, []
     if anchor is not None:
         from core.anchor import holds
+        from core.heads import kept_head
 
         # Read from the keyring itself, not the head this process last kept: the end was kept
         # by another process (rule 6). The keyring on a thread of its own, the database here.
         try:
-            kept = await asyncio.to_thread(anchor.heads.load, store.path)
+            kept, _ = await asyncio.to_thread(
+                kept_head, anchor.heads, store.path, store.database_id
+            )
             if kept is not None:
                 holds(store, kept)
         except HeadUnavailable as e:

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.chain import ChainVerifier, Head
-from core.errors import HeadUnavailable
-from core.heads import HeadStore
+from core.errors import DatabaseReplaced, DatabaseUnconfirmed, HeadUnavailable
+from core.heads import HeadStore, kept_head
 from core.store import Store
 
 PAGE = 5_000  # measured: smaller pages verify faster (cache-warm), see bench/verify.py
@@ -62,7 +62,9 @@ def verify(
     anchor, detail = Anchor.SKIPPED, ""
     if heads is not None:
         try:
-            witnessed = heads.load(store.path)
+            witnessed, _ = kept_head(heads, store.path, store.database_id)
+        except DatabaseUnconfirmed as e:  # another database where one was anchored
+            raise DatabaseReplaced(str(e), seq=e.anchored_seq) from None
         except HeadUnavailable as e:
             anchor, detail = Anchor.UNAVAILABLE, str(e)
         else:

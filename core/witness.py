@@ -12,6 +12,9 @@ Rules:
    it; while it stands, the head is not moved.
 4. No keyring: the state is "not anchored" and everything else goes on. A keyring that failed
    is not asked again at each change, only by ``retry`` (the app backs off between retries).
+5. Another database lying where one was anchored (core/heads.py rule 2) is an alarm
+   (``DatabaseReplaced``) until the operator confirms it is theirs (``accept``): the places
+   it lies at then record it, and the chain is verified again from the start.
 """
 
 from __future__ import annotations
@@ -23,8 +26,14 @@ from pathlib import Path
 from core import private_files
 from core.anchor import Anchor
 from core.chain import Head
-from core.errors import ChainBroken, DatabaseRestored, NotAnchored, UnsafePermissions
-from core.heads import HeadStore
+from core.errors import (
+    ChainBroken,
+    DatabaseRestored,
+    HeadUnavailable,
+    NotAnchored,
+    UnsafePermissions,
+)
+from core.heads import HeadStore, confirm
 from core.store import Store
 from core.verify import Anchor as Kept
 from core.verify import verify
@@ -95,6 +104,16 @@ class Witness:
             )
         self.state = WitnessState(self.state.anchored, self.state.head)
         return self.check_all()
+
+    def accept(self) -> WitnessState:
+        """The operator confirms that the database here is theirs (rule 5): anchor it at the
+        places it lies at, forget the alarm, verify again. A keyring that cannot be written
+        leaves the alarm standing, saying why."""
+        try:
+            confirm(self.heads, self.store.path, self.store.head())
+        except HeadUnavailable as e:
+            return self._raise_alarm(f"{self.state.alarm} (not confirmed: {e})", 0)
+        return self.acknowledge()
 
     def _check(self, start: Head | None, keyring: bool = True) -> WitnessState:
         try:

@@ -446,10 +446,11 @@ def farewell(home: Path, ui: Out, *, app_ran: bool) -> None:
     ui.say(f"SIGNOFF_HOME={quoted} {signoff_word()} runs", indent=2, wrap=False)
     ui.say("Remove it when you are done:")
     ui.say(f"rm -rf {quoted}", indent=2, wrap=False)
-    if app_ran and kept_head(home / paths.DATABASE_NAME):
-        key = shlex.quote(f"db:{home / paths.DATABASE_NAME}")
+    kept = kept_entries(home / paths.DATABASE_NAME) if app_ran else []
+    if kept:
         ui.say("The app also kept the demo chain's head in your OS keyring; remove it with:")
-        ui.say(keyring_removal(key), indent=2, wrap=False)
+        for key in kept:
+            ui.say(keyring_removal(shlex.quote(key)), indent=2, wrap=False)
 
 
 def keyring_removal(key: str) -> str:
@@ -463,13 +464,20 @@ def keyring_removal(key: str) -> str:
     return f"secret-tool clear service signoff username {key}"  # libsecret-tools
 
 
-def kept_head(database: Path) -> bool:
-    from core.heads import KeyringHeadStore
+def kept_entries(database: Path) -> list[str]:
+    """The keyring entries the app kept for the demo's database: its head, by the database's
+    id, and the place it lies at (core/heads.py); none when the keyring cannot say."""
+    from core.heads import KeyringHeadStore, head_key, place_key, places
+    from core.store import Store
 
+    heads = KeyringHeadStore()
     try:
-        return KeyringHeadStore().load(database) is not None
+        with Store.open(database, create=False, readonly=True) as store:
+            database_id = store.database_id
+        found = [head_key(database_id)] if heads.load(database_id) is not None else []
+        return found + [place_key(p) for p in places(database) if heads.placed(p) is not None]
     except SignoffError:
-        return False
+        return []
 
 
 def describe(e: BaseException) -> str:

@@ -125,6 +125,6 @@ def test_until_signoff_quits_ends_when_the_app_quits(store: Store, home: Path, q
     assert ended.revoked_at is not None
     # The end is kept in the keyring as the app quits (its witness stops with it): a database
     # cut back to before it is seen (core/grants.py rule 6).
-    kept = heads.load(store.path)
+    kept = heads.load(store.database_id)
     assert kept is not None and kept == store.head()
     assert next_identical_call(store, "after-quit") == VerdictOutcome.PENDING

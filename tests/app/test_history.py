@@ -298,7 +298,7 @@ def verify(window: HistoryWindow, qtbot) -> None:
 def test_the_banner_says_verified_and_anchored(store: Store, home: Path, qtbot) -> None:
     record_runs(store, 30, steps=2)
     heads = MemoryHeadStore()
-    heads.save(store.path, store.head())
+    heads.save(store.head())
     window = open_window(store, home, qtbot, heads)
     verify(window, qtbot)
     assert window.banner_state == "anchored"
@@ -319,7 +319,7 @@ def test_without_a_keyring_the_banner_says_not_anchored(store: Store, home: Path
 def test_an_edited_event_shows_the_chain_broken_there(store: Store, home: Path, qtbot) -> None:
     record_runs(store, 3)
     heads = MemoryHeadStore()
-    heads.save(store.path, store.head())
+    heads.save(store.head())
     conn = sqlite3.connect(store.path)
     conn.execute("UPDATE events SET payload = '{}' WHERE seq = 3")
     conn.commit()
@@ -333,7 +333,7 @@ def test_an_edited_event_shows_the_chain_broken_there(store: Store, home: Path, 
 def test_a_rewound_log_is_broken_against_the_kept_head(store: Store, home: Path, qtbot) -> None:
     record_runs(store, 3)
     heads = MemoryHeadStore()
-    heads.save(store.path, store.head())
+    heads.save(store.head())
     last = store.head().seq
     conn = sqlite3.connect(store.path)
     conn.execute("DELETE FROM events WHERE seq = ?", (last,))

@@ -7,11 +7,12 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QSystemTrayIcon
+from PySide6.QtWidgets import QMessageBox, QSystemTrayIcon
 
 from app.notifier import message_of
-from app.tray import TrayApp, shown_path
+from app.tray import ACCEPT_DATABASE, TrayApp, shown_path
 from core import canonical
+from core.anchor import Anchor
 from core.approvals import request_hash, request_value
 from core.canonical import JSONValue
 from core.heads import MemoryHeadStore
@@ -243,6 +244,40 @@ def test_an_alarm_found_at_start_is_shown(store: Store, home: Path, qtbot) -> No
         assert ("Signoff: the record does not verify", True) in shown
     finally:
         app.stop()
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_another_database_where_one_was_anchored_is_accepted_only_from_the_alarm_menu(
+    home: Path, qtbot
+) -> None:
+    heads = MemoryHeadStore()
+    database = home / "signoff.db"
+    with Store.open(database) as first:
+        make_pending(first)
+        Anchor(heads).advance(first, first.head())
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+    with Store.open(database) as fresh:
+        app = TrayApp(fresh, heads, home, native=False)
+        app.start()
+        try:
+            qtbot.waitUntil(lambda: app.model.state == "alarm", timeout=5000)
+            [accept] = [a for a in app.menu.actions() if a.text() == ACCEPT_DATABASE]
+            accept.trigger()
+            box = app._confirming
+            assert box is not None and "another database lies where one was" in box.text()
+            box.button(QMessageBox.StandardButton.Cancel).click()  # cancelled: nothing changes
+            app.witness.drain()
+            assert app.model.state == "alarm" and heads.load(fresh.database_id) is None
+            accept.trigger()
+            box = app._confirming
+            [yes] = [b for b in box.buttons() if b.text() == "Accept this database"]
+            yes.click()
+            qtbot.waitUntil(lambda: app.model.state != "alarm", timeout=5000)
+            assert heads.load(fresh.database_id) == fresh.head()
+            assert ACCEPT_DATABASE not in _texts(app)
+        finally:
+            app.stop()
 
 
 def test_a_left_click_opens_what_waits_or_else_the_history(

@@ -316,7 +316,7 @@ def test_a_database_restored_from_before_an_approved_write_does_not_run_it_again
         approve(store, "r", approval_id, "operator", operator=operator.key)
         backup(store, tmp_path / "before.db")  # approved, not yet run
         attach_and_execute(g)
-        kept = operator.heads.load(database)
+        kept = operator.heads.load(store.database_id)
         assert kept is not None and kept.seq < store.head().seq  # its start, anchored
     assert calls.made == [("write", {"n": 7})]
     restore(tmp_path / "before.db", database)
@@ -360,7 +360,7 @@ def test_a_keyring_failing_after_the_start_fails_the_step_and_runs_nothing(
     calls = Calls()
 
     class SaveFails(KeyringHeadStore):
-        def save(self, location: Path, head: object) -> None:
+        def save(self, head: object) -> None:
             raise HeadUnavailable("the keyring went away")
 
     with Store.open(home / "signoff.db") as store:
@@ -388,7 +388,7 @@ def test_an_older_head_never_replaces_a_newer_one(home: Path, operator: Operator
         assert operator.anchor.advance(store, newer) == newer
         slow = Anchor(operator.anchor.heads)  # another proxy's, which read the head earlier
         assert slow.advance(store, older) == newer
-        assert operator.heads.load(store.path) == newer
+        assert operator.heads.load(store.database_id) == newer
 
 
 WRITER = """
@@ -414,7 +414,8 @@ def test_anchoring_from_several_processes_at_once_never_moves_the_head_back(
     as it can, with the real keyring; this one reads the kept head throughout: its sequence
     never decreases, and ends at the last event."""
     database = home / "signoff.db"
-    Store.open(database).close()
+    with Store.open(database) as store:
+        database_id = store.database_id
     env = {**os.environ, **keyring_under_test.env, "PYTHONPATH": str(ROOT)}
     writers = [
         subprocess.Popen([sys.executable, "-c", WRITER, str(database), "20"], env=env)
@@ -422,11 +423,11 @@ def test_anchoring_from_several_processes_at_once_never_moves_the_head_back(
     ]
     seen: list[int] = []
     while any(w.poll() is None for w in writers):
-        kept = operator.heads.load(database)
+        kept = operator.heads.load(database_id)
         if kept is not None:
             seen.append(kept.seq)
     assert [w.returncode for w in writers] == [0, 0, 0]
-    kept = operator.heads.load(database)
+    kept = operator.heads.load(database_id)
     assert kept is not None and kept.seq == 60
     seen.append(kept.seq)
     assert seen == sorted(seen) and len(set(seen)) > 1

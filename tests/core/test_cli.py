@@ -70,9 +70,7 @@ def test_no_keyring_skips_the_comparison_even_when_a_head_is_kept(
     home: Path, keyring_under_test: KeyringUnderTest
 ) -> None:
     with _database(home) as store:
-        KeyringHeadStore(keyring_under_test.backend).save(  # type: ignore[arg-type]
-            store.path, store.head()
-        )
+        KeyringHeadStore(keyring_under_test.backend).save(store.head())  # type: ignore[arg-type]
         conn = sqlite3.connect(store.path)  # the second run gone, its rows and its events
         conn.execute("DELETE FROM events WHERE seq > 6")
         conn.execute("DELETE FROM steps WHERE run_id = 'run-2'")

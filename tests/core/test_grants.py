@@ -244,7 +244,7 @@ def test_signoff_grants_revoke_ends_a_grant(gate_store: Store, home: Path) -> No
     ended = run_signoff("grants", "revoke", grant.id, home=home, ok=True)
     assert live(gate_store, g) is None
     # The end is kept in the keyring (rule 6): cutting it off the chain would be seen.
-    assert KeyringHeadStore().load(gate_store.path) == gate_store.head(), ended.stderr
+    assert KeyringHeadStore().load(gate_store.database_id) == gate_store.head(), ended.stderr
     assert grant.id not in run_signoff("grants", "list", home=home, ok=True).stdout
     again = run_signoff("grants", "revoke", grant.id, home=home)
     assert again.returncode == 2 and "UnknownGrant" in again.stderr

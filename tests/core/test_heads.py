@@ -18,18 +18,22 @@ from tests.conftest import KeyringUnderTest
 HEAD = Head("0123456789abcdef0123456789abcdef", 42, "ab" * 32)
 
 
-def test_a_head_round_trips_through_the_keyring(
+def test_a_head_round_trips_through_the_keyring_by_database_id(
     keyring_under_test: KeyringUnderTest, tmp_path: Path
 ) -> None:
     heads = KeyringHeadStore(keyring_under_test.backend)  # type: ignore[arg-type]
-    location = tmp_path / "signoff.db"
-    assert heads.load(location) is None
-    heads.save(location, HEAD)
-    assert heads.load(location) == HEAD
+    assert heads.load(HEAD.database_id) is None
+    heads.save(HEAD)
+    assert heads.load(HEAD.database_id) == HEAD
     newer = Head(HEAD.database_id, 43, "cd" * 32)
-    heads.save(location, newer)
-    assert heads.load(location) == newer
-    assert heads.load(tmp_path / "elsewhere.db") is None
+    heads.save(newer)
+    assert heads.load(HEAD.database_id) == newer
+    assert heads.load("another database") is None
+    place = str(tmp_path / "signoff.db")
+    assert heads.placed(place) is None
+    heads.place(place, HEAD)
+    assert heads.placed(place) == HEAD
+    assert heads.load(HEAD.database_id) == newer  # a place's record is not the head
 
 
 def test_verify_reports_anchored_when_the_kept_head_is_reached(
@@ -38,7 +42,7 @@ def test_verify_reports_anchored_when_the_kept_head_is_reached(
     heads = KeyringHeadStore(keyring_under_test.backend)  # type: ignore[arg-type]
     head = record_runs(store, 2)
     assert verify(store, heads).anchor is Anchor.NO_HEAD
-    heads.save(store.path, head)
+    heads.save(head)
     report = verify(store, heads)
     assert report.anchor is Anchor.ANCHORED
     assert report.witnessed == head
@@ -48,20 +52,21 @@ def test_a_missing_keyring_backend_is_not_anchored_and_no_crash(store: Store) ->
     record_runs(store, 1)
     heads = KeyringHeadStore(fail.Keyring())
     with pytest.raises(HeadUnavailable):
-        heads.load(store.path)
+        heads.load(store.database_id)
     with pytest.raises(HeadUnavailable):
-        heads.save(store.path, store.head())
+        heads.save(store.head())
     report = verify(store, heads)
     assert report.anchor is Anchor.UNAVAILABLE
     assert report.head == store.head()
     assert "not anchored" in report.summary()
 
 
-def test_the_memory_head_store_keeps_one_head_per_location(tmp_path: Path) -> None:
+def test_the_memory_head_store_keeps_one_head_per_database(tmp_path: Path) -> None:
     heads = MemoryHeadStore()
-    heads.save(tmp_path / "a.db", HEAD)
-    assert heads.load(tmp_path / "a.db") == HEAD
-    assert heads.load(tmp_path / "b.db") is None
+    heads.save(HEAD)
+    assert heads.load(HEAD.database_id) == HEAD
+    assert heads.load("b") is None
+    assert heads.placed(str(tmp_path / "a.db")) is None
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from core.errors import (
     HeadMismatch,
     LogTruncated,
 )
-from core.heads import KeyringHeadStore, MemoryHeadStore
+from core.heads import KeyringHeadStore, MemoryHeadStore, confirm
 from core.store import Store
 from core.verify import PAGE, Anchor, verify
 from tests.builders import T0, events_per_run, record_run, record_runs
@@ -215,7 +215,8 @@ def test_an_edit_past_the_first_page_verify_reads_is_found(home: Path) -> None:
 def test_each_tampering_is_detected_by_the_library(case: str, tmp_path: Path) -> None:
     place, head = _build(tmp_path)
     heads = MemoryHeadStore()
-    heads.save(place.db, head)
+    heads.save(head)
+    confirm(heads, place.db, head)  # as the witness leaves it: the head, and where it lies
     tamper, error, seq = MATRIX[case]
     tamper(place)
     with Store.open(place.db, readonly=True) as store, pytest.raises(ChainBroken) as info:
@@ -245,7 +246,9 @@ def test_each_tampering_is_detected_by_signoff_verify_with_the_keyring(
     case: str, tmp_path: Path, keyring_under_test: KeyringUnderTest
 ) -> None:
     place, head = _build(tmp_path)
-    KeyringHeadStore(keyring_under_test.backend).save(place.db, head)  # type: ignore[arg-type]
+    heads = KeyringHeadStore(keyring_under_test.backend)  # type: ignore[arg-type]
+    heads.save(head)
+    confirm(heads, place.db, head)
     code, before = _cli_verify(place, keyring_under_test.env)
     assert (code, before["ok"], before["anchor"]) == (0, True, "anchored")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from keyring.backends import fail
 
 from core.heads import KeyringHeadStore, MemoryHeadStore
@@ -19,9 +20,9 @@ def test_the_head_follows_the_chain(store: Store, tmp_path: Path) -> None:
     witness = Witness(store, heads, tmp_path / "alarm.json")
     record_runs(store, 2)
     state = witness.check_all()
-    assert state.anchored and state.head == store.head() == heads.load(store.path)
+    assert state.anchored and state.head == store.head() == heads.load(store.database_id)
     newer = record_run(store, "later")
-    assert witness.advance().head == newer == heads.load(store.path)
+    assert witness.advance().head == newer == heads.load(store.database_id)
 
 
 def test_an_edit_raises_an_alarm_that_is_remembered_until_acknowledged(
@@ -32,14 +33,14 @@ def test_an_edit_raises_an_alarm_that_is_remembered_until_acknowledged(
     witness = Witness(store, heads, alarm)
     record_runs(store, 2)
     witness.check_all()
-    kept = heads.load(store.path)
+    kept = heads.load(store.database_id)
     conn = sqlite3.connect(store.path)
     conn.execute("UPDATE events SET payload = '{}' WHERE seq = 3")
     conn.commit()
     conn.close()
     state = witness.check_all()
     assert state.alarm and state.alarm_seq == 3 and not state.anchored
-    assert heads.load(store.path) == kept  # an alarm never moves the head
+    assert heads.load(store.database_id) == kept  # an alarm never moves the head
     again = Witness(store, heads, alarm)  # a restart remembers it
     assert again.state.alarm == state.alarm
     state = again.acknowledge()
@@ -66,7 +67,7 @@ def test_the_witness_keeps_its_head_in_a_real_keyring(
     record_runs(store, 1)
     assert witness.check_all().anchored
     newer = record_run(store, "later")
-    assert witness.advance().head == newer == heads.load(store.path)
+    assert witness.advance().head == newer == heads.load(store.database_id)
     # What a tamperer who recomputes the whole chain cannot get past: the kept head.
     conn = sqlite3.connect(store.path)
     conn.execute("DELETE FROM events WHERE seq > 3")
@@ -74,3 +75,29 @@ def test_the_witness_keeps_its_head_in_a_real_keyring(
     conn.close()
     fresh = Witness(store, heads, tmp_path / "alarm2.json")
     assert "LogTruncated" in fresh.check_all().alarm
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_another_database_where_one_was_anchored_is_an_alarm_until_the_operator_accepts_it(
+    home: Path, tmp_path: Path
+) -> None:
+    heads = MemoryHeadStore()
+    alarm = tmp_path / "alarm.json"
+    database = home / "signoff.db"
+    with Store.open(database) as first:
+        record_runs(first, 2)
+        assert Witness(first, heads, alarm).check_all().anchored
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+    with Store.open(database) as fresh:
+        record_run(fresh, "new")
+        witness = Witness(fresh, heads, alarm)
+        state = witness.check_all()
+        assert "another database lies where one was anchored" in state.alarm
+        assert state.alarm.endswith("[DatabaseReplaced]") and not state.anchored
+        assert heads.load(fresh.database_id) is None  # nothing kept for it meanwhile
+        assert Witness(fresh, heads, alarm).state.alarm == state.alarm  # kept across restarts
+        assert witness.acknowledge().alarm  # acknowledging is not accepting: it stands
+        state = witness.accept()
+        assert not state.alarm and state.anchored
+        assert heads.load(fresh.database_id) == fresh.head()

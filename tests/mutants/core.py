@@ -517,11 +517,46 @@ CORE: tuple[Mutation, ...] = (
         "the kept head moves back",
         "G-KEY-2",
         "core/anchor.py",
-        "if kept.database_id == head.database_id and kept.seq >= head.seq:",
-        "if False:",
+        "                    if kept.seq >= head.seq:\n",
+        "                    if False:\n",
         "a writer that read an older head replaces a newer one: a later restore is not seen",
         "tests/core/test_authenticated_grants.py::"
         "test_an_older_head_never_replaces_a_newer_one[secret-service]",
+    ),
+    Mutation(
+        "the kept head is looked up by where the file lies",
+        "G-KEY-2",
+        "core/heads.py",
+        "    kept = heads.load(database_id)\n    unrecorded = []\n",
+        "    kept = None\n    unrecorded = []\n",
+        "a backup put back in another folder or behind a symbolic link finds no kept head, and"
+        " the host's re-call of an approved payment pays twice",
+        "tests/core/test_anchor.py::"
+        "test_a_backup_put_back_anywhere_meets_the_head_kept_for_its_database"
+        "[secret-service-moved]",
+    ),
+    Mutation(
+        "another database where one was anchored passes",
+        "G-KEY-2",
+        "core/heads.py",
+        "        elif there.database_id != database_id:\n            raise unconfirmed(",
+        "        elif there.database_id != database_id:\n            continue\n            raise unconfirmed(",
+        "a fresh database (or another home's) put where one was anchored runs approved calls with"
+        " no alarm",
+        "tests/core/test_anchor.py::"
+        "test_another_database_where_one_was_anchored_runs_nothing_until_the_operator_confirms"
+        "[secret-service]",
+    ),
+    Mutation(
+        "accepting a database moves its kept head back",
+        "G-KEY-2",
+        "core/heads.py",
+        "    if heads.load(head.database_id) is None:  # never moves a kept head back\n",
+        "    if True:\n",
+        "accepting a database the keyring knows moves its kept head back to the copy's: a"
+        " rollback is forgiven by accepting it",
+        "tests/core/test_anchor.py::"
+        "test_accepting_a_database_never_forgives_a_rollback",
     ),
     Mutation(
         "a head another thread kept is taken on trust",

@@ -115,6 +115,90 @@ def test_a_database_put_back_from_before_an_approved_write_does_not_run_it_twice
     assert json.loads(verified.stdout)["error"] == "LogTruncated", verified
 
 
+@pytest.mark.parametrize("reached", ["linked", "moved"])
+@pytest.mark.guarantee("G-KEY-2")
+def test_a_backup_put_back_behind_a_link_or_in_another_folder_does_not_pay_twice(
+    reached: str, tmp_path: Path
+) -> None:
+    """The red team's rollback: approve, back up, let the write run, then move the Signoff
+    home away and make its name a symbolic link to the backup's folder (or point the host at
+    the backup's folder). The head is kept by the database's id, so the copy meets it."""
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
+    share = tmp_path / "share"  # as ~/.local/share holds signoff/
+    home = share / "signoff"
+    home.mkdir(mode=0o700, parents=True)
+    rig = Rig(home)
+    rig.add_fake("notes", NOTES_TOOLS, notes=str(tmp_path / "notes.txt"))
+    rig.pin("notes")
+    rig.classify("notes", read_note="read_only", write_note="local_mutation")
+    database = home / "signoff.db"
+    restored = tmp_path / "restored" / "signoff"
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            await host.call_tool("write_note", {"text": "pay"})
+            [waiting] = rig.pending()
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            shutil.copytree(home, restored, ignore=shutil.ignore_patterns("signoff.db*"))
+            source = sqlite3.connect(database)  # the backup: approved, not yet run
+            target = sqlite3.connect(restored / "signoff.db")
+            source.backup(target)
+            source.close()
+            target.close()
+            done = text(await host.call_tool("write_note", {"text": "pay"}))
+            assert done == "wrote 'pay'", done
+        if reached == "linked":
+            share.rename(tmp_path / "moved-away")
+            share.symlink_to(restored.parent, target_is_directory=True)
+        else:
+            rig.home = restored
+            rig.env["SIGNOFF_HOME"] = str(restored)
+        async with rig.client("notes") as host:
+            again = await host.call_tool("write_note", {"text": "pay"})
+            assert again.is_error and "DatabaseRestored" in text(again), text(again)
+
+    anyio.run(scenario)
+    assert written(tmp_path) == ["pay"]
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_a_fresh_database_where_one_was_anchored_runs_nothing_until_the_operator_accepts_it(
+    rig: Rig, home: Path, tmp_path: Path
+) -> None:
+    database = home / "signoff.db"
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            await host.call_tool("write_note", {"text": "first"})
+            [waiting] = rig.pending()
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            assert text(await host.call_tool("write_note", {"text": "first"})) == "wrote 'first'"
+        for suffix in ("", "-wal", "-shm"):  # a fresh start: the keyring never saw the new one
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
+        rig.signoff("pin", "notes", "--accept")
+        rig.classify("notes", read_note="read_only", write_note="local_mutation")
+        async with rig.client("notes") as host:
+            await host.call_tool("write_note", {"text": "second"})
+            [waiting] = rig.pending()
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            refused = await host.call_tool("write_note", {"text": "second"})
+            assert refused.is_error and "another database lies where one was" in text(refused)
+            verified = rig.signoff("verify", "--json", check=False)
+            assert json.loads(verified.stdout)["error"] == "DatabaseReplaced", verified
+        accepted = rig.signoff("anchor", "accept")
+        assert "is now the one anchored at" in accepted.stdout, accepted
+        async with rig.client("notes") as host:
+            await host.call_tool("write_note", {"text": "third"})
+            [waiting] = rig.pending()
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            assert text(await host.call_tool("write_note", {"text": "third"})) == "wrote 'third'"
+
+    anyio.run(scenario)
+    assert written(tmp_path) == ["first", "third"]
+    assert rig.signoff("verify", "--json").returncode == 0
+
+
 @pytest.mark.guarantee("G-KEY-1")
 def test_an_approved_call_waits_while_the_keyring_cannot_be_read_and_runs_once_it_can(
     rig: Rig, home: Path, tmp_path: Path

@@ -475,7 +475,7 @@ def anchored(tray: TrayApp, heads: KeyringHeadStore, store: Store) -> bool:
         witness.anchored
         and "chain anchored in the keyring" in tray.tray.toolTip()
         and menu_says(tray, "anchored in the keyring")
-        and heads.load(store.path) == store.head()
+        and heads.load(store.database_id) == store.head()
     )
 
 
