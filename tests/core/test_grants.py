@@ -187,6 +187,24 @@ def edit_payload(store: Store, kind: str, run_id: str, **changed: Any) -> None:
         (canonical.dumps_text(payload), seq))  # fmt: skip
 
 
+def test_a_grant_edited_to_name_another_host_is_not_honoured(store: Store) -> None:
+    """A file writer makes host A's grant host B's: the run's host, its label and the grant's
+    record all say B, so the row and the record agree; the MAC, over the host, does not."""
+    g = gate(store, Calls())
+    granted(store, g)
+    sql(store, "UPDATE runs SET host = ? WHERE id = 'r'", (HOST_B[0],))
+    assert live(store, g, host=HOST_B[0]) is None  # the row alone: not what the record says
+    edit_payload(store, "run.started", "r", call={"host": {"id": HOST_B[0], "label": HOST_B[1]}})
+    edit_payload(store, "grant.made", "r", host=HOST_B[0], host_label=HOST_B[1])
+    with store.snapshot() as conn:
+        [forged] = grants.listed(conn)
+    assert (forged.host, forged.host_label) == HOST_B
+    found, refused = refused_or(store, g, host=HOST_B[0])
+    assert found is None and len(refused) == 1, refused
+    assert refused[0].endswith("is not authenticated by this database's key"), refused
+    assert live(store, g) is None  # nor host A's, whose grant it no longer says it is
+
+
 def test_a_grant_covers_the_identical_call_of_the_host_it_was_given_for_only(
     gate_store: Store,
 ) -> None:
@@ -212,24 +230,6 @@ def test_a_request_no_host_made_is_approved_once_not_for_a_while(gate_store: Sto
     with gate_store.snapshot() as conn:
         assert read_approval(conn, approval_id).status == "pending"  # nothing decided
         assert grants.listed(conn) == []
-
-
-def test_a_grant_edited_to_name_another_host_is_not_honoured(store: Store) -> None:
-    """A file writer makes host A's grant host B's: the run's host, its label and the grant's
-    record all say B, so the row and the record agree; the MAC, over the host, does not."""
-    g = gate(store, Calls())
-    granted(store, g)
-    sql(store, "UPDATE runs SET host = ? WHERE id = 'r'", (HOST_B[0],))
-    assert live(store, g, host=HOST_B[0]) is None  # the row alone: not what the record says
-    edit_payload(store, "run.started", "r", call={"host": {"id": HOST_B[0], "label": HOST_B[1]}})
-    edit_payload(store, "grant.made", "r", host=HOST_B[0], host_label=HOST_B[1])
-    with store.snapshot() as conn:
-        [forged] = grants.listed(conn)
-    assert (forged.host, forged.host_label) == HOST_B
-    found, refused = refused_or(store, g, host=HOST_B[0])
-    assert found is None and len(refused) == 1, refused
-    assert refused[0].endswith("is not authenticated by this database's key"), refused
-    assert live(store, g) is None  # nor host A's, whose grant it no longer says it is
 
 
 def test_a_grant_made_before_grants_named_their_host_covers_no_call(store: Store) -> None:
