@@ -23,7 +23,9 @@ Rules:
    this exact request for 15 min, 1 h or until Signoff quits, chosen here and only here (never
    from a notification). "Once" is the choice the dialog opens with. A request asked about for
    what it may already have done (interrupted, a duplicate, Signoff's own files) is approved
-   once each time: no choice is offered. The decision emitted is ``approve`` or
+   once each time: no choice is offered, nor for a request no host made. Each choice names the
+   host it covers ("…for 15 min, from claude-code 2.0 (process 4242)"): a grant covers that
+   host's identical calls only (core/grants.py rule 8). The decision emitted is ``approve`` or
    ``approve:SCOPE``.
    Beside it, "Always…" opens the rule editor (app/rule_editor.py), offered for the same
    requests (and only when the dialog knows the configuration): a rule saved there that
@@ -104,7 +106,8 @@ SCOPES = (
 )
 SCOPE_NOTE = (
     "Approving for a while lets the same tool of the same server run again with exactly these"
-    " arguments without asking you, until then; each run is recorded in the history."
+    " arguments without asking you, until then, when the same host asks; another host's"
+    " identical request still asks you. Each run is recorded in the history."
 )
 RULE_NOTE = (
     "Make a rule: always allow or always reject this tool when its arguments are like these"
@@ -470,9 +473,9 @@ class ApprovalDialog(QDialog):
         self.approve_button = QPushButton("Approve")
         self.scope = QComboBox()  # rule 8
         for scope, words in SCOPES:
-            self.scope.addItem(words, scope)
+            self.scope.addItem(f"{words}, from {pending.host}" if scope else words, scope)
         self.scope.setToolTip(SCOPE_NOTE)
-        self.scope.setVisible(pending.kind in CLASSES)
+        self.scope.setVisible(pending.kind in CLASSES and bool(pending.host))
         self.rule_button = QPushButton("Always…")
         self.rule_button.setToolTip(RULE_NOTE)
         self.rule_button.setVisible(

@@ -1,5 +1,6 @@
 """The rules page: the rules on tools' arguments in config.toml (core/policy/rules.py), each said in
-words and removable, and the standing grants in force (core/grants.py), each revocable.
+words and removable, and the standing grants in force (core/grants.py), each revocable and
+each naming the host whose identical calls it covers (core/grants.py rule 8).
 
 A rule is removed as ``signoff rule remove`` removes it (``manage.remove_rule`` through
 ``SettingsState``, so the change is recorded as ``policy.changed``); a grant is ended as
@@ -39,7 +40,7 @@ from core.proxy import manage
 from core.store import utc_now
 
 RULE_COLUMNS = ("Server", "Tool", "Rule", "When", "Expires", "Note")
-GRANT_COLUMNS = ("Server", "Tool", "Arguments", "Fingerprint", "Approved by", "Until")
+GRANT_COLUMNS = ("Server", "Tool", "Arguments", "Fingerprint", "From", "Approved by", "Until")
 ARGUMENTS_SHOWN = 80  # characters of a grant's arguments in its cell; the tooltip has them all
 NO_RULES = (
     "No rules yet. When a request waits for your approval, the approval dialog offers"
@@ -218,7 +219,8 @@ class RulesPage(QWidget):
             cut = text if len(text) <= ARGUMENTS_SHOWN else text[: ARGUMENTS_SHOWN - 1] + "…"
             scope = grants.SCOPE_WORDS.get(grant.scope, grant.scope)
             tip = (
-                f"grant {grant.id}, approved {scope} at {grant.at}; arguments: {text};"
+                f"grant {grant.id}, approved {scope} at {grant.at} for the calls of"
+                f" {grant.host_label or 'no host'}; arguments: {text};"
                 f" request hash {request_hash or '?'}; call hash {grant.call_hash}"
             )
             cells = (
@@ -226,6 +228,7 @@ class RulesPage(QWidget):
                 grant.tool,
                 cut,
                 present.fingerprint(request_hash) if request_hash else "?",
+                grant.host_label or "(no host)",
                 grant.by,
                 _local_text(grant.until),
             )

@@ -17,10 +17,12 @@ Rules (decision 0050):
    to the chain under the approval's run and step; the ``grants`` row is a view for queries.
 5. A call is allowed under a grant (``live``) only when a row with its call hash is unrevoked and
    unexpired, and the chain holds exactly one ``grant.made`` of that grant, naming that call
-   hash, unexpired by its own ``until``, whose MAC verifies under this database's key, and no
-   ``grant.revoked`` of it. Anything else (a row written into the database directly, an
-   ``until`` moved, a revocation undone) is not a grant: the call asks as if there were none.
-   Unsigned grants are honoured only where an unsigned decision would be (operator_key rule 4).
+   hash and the calling host (rule 8), unexpired by its own ``until``, whose MAC verifies
+   under this database's key, and no ``grant.revoked`` of it. A grant made before grants named
+   their host (``signoff.grant.v1``) covers no call: the operator approves the request again.
+   Anything else (a row written into the database directly, an ``until`` moved, a revocation
+   undone) is not a grant: the call asks as if there were none. Unsigned grants are honoured
+   only where an unsigned decision would be (operator_key rule 4).
    With an anchor (core/anchor.py), the database must also still hold the head kept in the
    keyring: one cut back to before a revocation the keyring saw is not trusted with a grant
    (the call asks; ``DatabaseRestored`` is logged).
@@ -33,6 +35,11 @@ Rules (decision 0050):
    unknown (at any age, past the duplicate window too), or another host's identical call not
    ended yet, still asks. A deny, an abort and
    the rule for Signoff's own files stand (core/proxy/server.py ``ProxyRules``).
+8. A grant names the host it was given for (decision 0070): the host of the approval's run
+   (``runs.host``, core/proxy/host_identity.py: the clientInfo and the process that launched
+   the proxy) and that run's label for people ("claude-code 2.0 (process 4242)"), both signed.
+   It covers that host's identical calls only; another host's identical call asks as if there
+   were no grant. A request no host made (a library run) is approved once (``ScopeRefused``).
 """
 
 from __future__ import annotations
@@ -61,7 +68,7 @@ if TYPE_CHECKING:
     from core.anchor import Anchor
 from core.tools import SideEffect
 
-VERSION = "signoff.grant.v1"
+VERSION = "signoff.grant.v2"  # v2: the host (rule 8)
 GRANT_KIND = "grant"  # the kind of a policy decision allowed under a grant
 SCOPES: dict[str, timedelta | None] = {
     "15min": timedelta(minutes=15),
@@ -76,6 +83,19 @@ _IMPLIED = ("v", "database", "run", "step", "at")
 _COLUMNS = (
     "id, approval_id, run_id, step_idx, call_hash, server, tool, scope, until, app_session,"
     " decided_by, decided_at, reason, revoked_at, revoked_by"
+)
+# The host of a grant is its run's (rule 8): read with the row, never copied into it.
+_HOST = (
+    "SELECT r.host, COALESCE((SELECT json_extract(e.payload, '$.call.host.label') FROM events e"
+    " WHERE e.run_id = r.id AND e.kind = 'run.started' ORDER BY e.seq LIMIT 1), '')"
+    " FROM runs r WHERE r.id = ?"
+)
+_SELECT = (
+    "SELECT g.id, g.approval_id, g.run_id, g.step_idx, g.call_hash, g.server, g.tool, g.scope,"
+    " g.until, g.app_session, g.decided_by, g.decided_at, g.reason, r.host,"
+    " COALESCE((SELECT json_extract(e.payload, '$.call.host.label') FROM events e"
+    "  WHERE e.run_id = g.run_id AND e.kind = 'run.started' ORDER BY e.seq LIMIT 1), ''),"
+    " g.revoked_at, g.revoked_by FROM grants g LEFT JOIN runs r ON r.id = g.run_id"
 )
 
 
@@ -94,6 +114,8 @@ class Grant:
     by: str
     at: str
     reason: str
+    host: str | None  # the id of the host it was given for (rule 8)
+    host_label: str  # that host, for people
     revoked_at: str | None = None
     revoked_by: str | None = None
 
@@ -123,6 +145,8 @@ def grant_fields(database_id: str, grant: Grant) -> dict[str, JSONValue]:
         "by": grant.by,
         "at": grant.at,
         "reason": grant.reason,
+        "host": grant.host,
+        "host_label": grant.host_label,
     }
 
 
@@ -161,13 +185,19 @@ def make(
     if row is None or row[0] is None or row[1] is None:
         raise ScopeRefused(f"approval {approval.id} names no recorded call")
     call_hash, gate_tool, server, tool = row
+    host, host_label = conn.execute(_HOST, (approval.run_id,)).fetchone()
+    if host is None:
+        raise ScopeRefused(
+            f"approval {approval.id} is of a call no host made: a grant covers one host's"
+            " calls, so it is approved once"
+        )
     duration = SCOPES[scope]
     decided = datetime.fromisoformat(at)
     until = format_time(decided + (APP_CAP if duration is None else duration))
     grant = Grant(
         f"gr-{secrets.token_hex(6)}", approval.id, approval.run_id, approval.step, call_hash,
         server, tool or gate_tool, scope, until, app_session if scope == "app" else None,
-        by, at, reason,
+        by, at, reason, host, host_label,
     )  # fmt: skip
     signed = operator_key.Signature(None, None)
     if key is not None:
@@ -192,19 +222,20 @@ def _grant(row: tuple[object, ...]) -> Grant:
 
 def listed(conn: sqlite3.Connection, *, now: str | None = None) -> list[Grant]:
     """Every grant recorded, newest first; with ``now``, only those not ended by then."""
-    sql = f"SELECT {_COLUMNS} FROM grants"  # noqa: S608
+    sql = _SELECT
     params: tuple[str, ...] = ()
     if now is not None:
-        sql += " WHERE revoked_at IS NULL AND until > ?"
+        sql += " WHERE g.revoked_at IS NULL AND g.until > ?"
         params = (now,)
-    return [_grant(r) for r in conn.execute(sql + " ORDER BY decided_at DESC, rowid DESC", params)]
+    order = " ORDER BY g.decided_at DESC, g.rowid DESC"
+    return [_grant(r) for r in conn.execute(sql + order, params)]
 
 
 def candidates(conn: sqlite3.Connection, call_hash: str, now: str) -> list[Grant]:
     """The rows that say a grant covers this call now: to be checked (``authentic``)."""
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM grants WHERE call_hash = ? AND until > ?"  # noqa: S608
-        " AND revoked_at IS NULL ORDER BY decided_at DESC, rowid DESC",
+        f"{_SELECT} WHERE g.call_hash = ? AND g.until > ?"
+        " AND g.revoked_at IS NULL ORDER BY g.decided_at DESC, g.rowid DESC",
         (call_hash, now),
     ).fetchall()
     return [_grant(r) for r in rows]
@@ -212,10 +243,10 @@ def candidates(conn: sqlite3.Connection, call_hash: str, now: str) -> list[Grant
 
 def authentic(
     conn: sqlite3.Connection, database_id: str, key: bytes | None, grant: Grant, call_hash: str,
-    now: str,
+    host: str, now: str,
 ) -> str | None:  # fmt: skip
-    """None when the chain holds ``grant`` as the operator made it, covering ``call_hash`` at
-    ``now`` and not revoked (rule 5); else why not, in a sentence."""
+    """None when the chain holds ``grant`` as the operator made it, covering ``call_hash`` of
+    ``host`` at ``now`` and not revoked (rule 5); else why not, in a sentence."""
     rows = conn.execute(
         "SELECT seq, kind, payload, at FROM events WHERE run_id = ? AND step_idx = ?"
         " AND kind IN ('grant.made', 'grant.revoked')",
@@ -238,9 +269,16 @@ def authentic(
     fields = grant_fields(database_id, grant)
     recorded = {k: payload.get(k) for k in fields if k not in _IMPLIED}
     if recorded != {k: v for k, v in fields.items() if k in recorded} or at != grant.at:
+        if "host" not in payload:  # signoff.grant.v1 (rule 5)
+            return (
+                f"grant {grant.id} (event {seq}) was made before grants named their host: it"
+                " covers no call; approve the request again"
+            )
         return f"grant {grant.id}'s row is not what its record (event {seq}) says"
     if grant.call_hash != call_hash or not now < grant.until:
         return f"grant {grant.id} does not cover this call now"
+    if grant.host != host:  # rule 8
+        return f"grant {grant.id} was given to {grant.host_label or 'another host'}, not this host"
     sent = payload.get("mac")
     if sent is None:
         keyed = operator_key.keyed_at(conn)
@@ -264,8 +302,7 @@ def revoke(store: Store, grant_id: str, *, by: str, at: str | None = None) -> Gr
     at = at or utc_now()
     with store.transaction() as tx:
         row = tx.conn.execute(
-            f"SELECT {_COLUMNS} FROM grants WHERE id = ? AND revoked_at IS NULL",  # noqa: S608
-            (grant_id,),
+            f"{_SELECT} WHERE g.id = ? AND g.revoked_at IS NULL", (grant_id,)
         ).fetchone()
         if row is None:
             raise UnknownGrant(f"there is no grant {grant_id} still in force")
@@ -302,8 +339,7 @@ def _end_where(store: Store, clause: str, session: str, by: str, why: str) -> in
     at = utc_now()
     with store.transaction() as tx:
         rows = tx.conn.execute(
-            f"SELECT {_COLUMNS} FROM grants WHERE scope = 'app' AND revoked_at IS NULL"  # noqa: S608
-            f" AND {clause}",
+            f"{_SELECT} WHERE g.scope = 'app' AND g.revoked_at IS NULL AND g.{clause}",
             (session,),
         ).fetchall()
         for row in rows:
@@ -345,10 +381,12 @@ async def live(
     call_hash: str,
     now: str | None = None,
     *,
+    host: str,
     anchor: Anchor | None = None,
 ) -> tuple[Grant | None, list[str]]:
-    """The grant this call may run under now (rule 5), and why each row that claimed to cover
-    it does not. The keyring is read off the event loop, and only when a row claims a grant."""
+    """The grant this call of ``host`` (its id, core/proxy/host_identity.py) may run under now
+    (rules 5 and 8), and why each row that claimed to cover it does not. The keyring is read
+    off the event loop, and only when a row claims a grant."""
     import asyncio  # here: the commands that decide (and load this module) use no event loop
 
     now = now or utc_now()
@@ -379,7 +417,7 @@ async def live(
     refused: list[str] = []
     with store.snapshot() as conn:
         for grant in found:
-            why = authentic(conn, store.database_id, key, grant, call_hash, now)
+            why = authentic(conn, store.database_id, key, grant, call_hash, host, now)
             if why is None:
                 return grant, refused
             refused.append(why)

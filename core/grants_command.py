@@ -42,13 +42,14 @@ def list_grants(args: argparse.Namespace) -> int:
             print(json.dumps({
                 "id": g.id, "server": g.server, "tool": g.tool, "call_hash": g.call_hash,
                 "scope": g.scope, "until": g.until, "approval": g.approval_id, "by": g.by,
-                "at": g.at, "revoked_at": g.revoked_at,
+                "at": g.at, "revoked_at": g.revoked_at, "host": g.host,
+                "host_label": g.host_label,
             }))  # fmt: skip
             continue
         ended = f", ended {g.revoked_at} by {g.revoked_by}" if g.revoked_at else ""
         print(f"{g.id}  {g.server}/{g.tool}  {grants.SCOPE_WORDS.get(g.scope, g.scope)},"
-              f" until {g.until}  call {g.call_hash[:16]}  approved by {g.by} at {g.at}"
-              f"{ended}")  # fmt: skip
+              f" until {g.until}  from {g.host_label or '(no host)'}  call {g.call_hash[:16]}"
+              f"  approved by {g.by} at {g.at}{ended}")  # fmt: skip
     if not found and not args.json:
         print("No grant is in force." if not args.all else "No grant was ever made.")
     return EXIT_OK

@@ -170,6 +170,7 @@ class PendingRequest:
     # read them when it asked (``PolicyDecision.read``, core/policy/meaning.py rule 8).
     read: tuple[Reading, ...] = ()
     cwd: str = ""  # the folder the policy read relative paths against (``PolicyDecision.cwd``)
+    host: str = ""  # the host that made the call, for people (its run's label; "" for none)
 
 
 def fixed_values(spec: Any) -> str:
@@ -189,7 +190,10 @@ def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
         "SELECT a.id, a.run_id, r.server, COALESCE(r.tool, s.tool_name), s.arguments,"
         " a.request_hash, a.kind, t.spec, a.created_at, COALESCE(a.policy_reason, ''),"
         " (SELECT json_extract(e.payload, '$.decision') FROM events e"
-        "  WHERE e.run_id = a.run_id AND e.kind = 'step.policy' ORDER BY e.seq DESC LIMIT 1)"
+        "  WHERE e.run_id = a.run_id AND e.kind = 'step.policy' ORDER BY e.seq DESC LIMIT 1),"
+        " CASE WHEN r.host IS NULL THEN '' ELSE COALESCE((SELECT json_extract(e.payload,"
+        "  '$.call.host.label') FROM events e WHERE e.run_id = a.run_id"
+        "  AND e.kind = 'run.started' ORDER BY e.seq LIMIT 1), '') END"
         " FROM approvals a JOIN runs r ON r.id = a.run_id"
         " JOIN steps s ON s.run_id = a.run_id AND s.idx = a.step_idx"
         " LEFT JOIN tool_specs t ON t.hash = s.tool_spec_hash"
@@ -216,6 +220,7 @@ def pending_requests(conn: sqlite3.Connection) -> list[PendingRequest]:
                 str(spec.get("description", "")),
                 fixed_values(spec),
                 *_read_and_cwd(row[10]),
+                row[11],
             )
         )
     return found

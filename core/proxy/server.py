@@ -413,7 +413,7 @@ class Proxy:
             may_have_run = True
         run_id = f"call-{secrets.token_hex(8)}"
         text, parsed = arguments
-        grant = None if parsed is None else await self._grant(exposed, parsed.value)
+        grant = None if parsed is None else await self._grant(exposed, parsed.value, host)
         if grant is not None and completed is not None and completed[1] and not may_have_run:
             # A grant never covers a call whose identical predecessor's outcome is unknown, at
             # any age (core/grants.py rule 7): past the window too, it waits as a duplicate.
@@ -579,12 +579,17 @@ class Proxy:
         tool = self._require_gate().tools.get(exposed.gate_name)  # None: withdrawn meanwhile
         return "" if tool is None else tool.spec_hash
 
-    async def _grant(self, exposed: Exposed, arguments: Any) -> Grant | None:
-        """The operator's standing grant for exactly this call, checked in the chain."""
+    async def _grant(
+        self, exposed: Exposed, arguments: Any, host: host_identity.Host
+    ) -> Grant | None:
+        """The operator's standing grant for exactly this call of this host, checked in the
+        chain (core/grants.py rule 8)."""
         call = call_hash(spec_hash=self._spec_hash(exposed), tool=exposed.gate_name,
                          arguments=arguments)  # fmt: skip
         config = self._require_gate().config
-        grant, refused = await live(self.store, config.operator, call, anchor=config.anchor)
+        grant, refused = await live(
+            self.store, config.operator, call, host=host.id, anchor=config.anchor
+        )
         for why in refused:
             log.error("a grant claimed for this call is not honoured: %s", why)
         return grant

@@ -68,6 +68,8 @@ def make_pending(store: Store, tool: str = "push", arguments: dict | None = None
     return _propose(store, tools, policy, clock, tool, arguments or {"n": 7}, run_id, server)
 
 
+# The host every request here is made by, as a proxy records it (core/proxy/host_identity.py).
+HOST = ("a" * 64, "host-a 1.0 (process 41)")
 # Short, so that a path in it fits a notification's line; nothing is made there.
 OWN_FOLDER = Path("/tmp/signoff-own")
 # What a policy may say values mean (``make_pending``'s ``read``), short for the same reason: a
@@ -92,7 +94,7 @@ def _propose(store: Store, tools: list[Tool], policy: Policy | None, clock: Fake
              tool: str, arguments: dict[str, Any], run_id: str,
              server: str = "srv") -> ApprovalView:  # fmt: skip
     gate = make_gate(store, tools, policy=policy, clock=clock, new_id=lambda: f"ap-{run_id}")
-    session = gate.begin(run_id, "goal", call=CallLabel(server, tool, "k" * 64))
+    session = gate.begin(run_id, "goal", call=CallLabel(server, tool, "k" * 64, *HOST))
     step = session.step()
     verdict = step.propose(Decision.tool_call(tool, arguments))
     if verdict.outcome == VerdictOutcome.ALLOWED:  # the call is made, and cut off

@@ -25,7 +25,7 @@ from core.policy.policy import ConfigPolicy
 from core.proxy.rules import ProxyRules
 from core.store import Store
 from core.transitions import CallLabel
-from tests.app.pending import OWN_FOLDER, TOOLS, make_pending
+from tests.app.pending import HOST, OWN_FOLDER, TOOLS, make_pending
 from tests.core.gatekit import FakeClock, make_gate
 
 pytestmark = pytest.mark.guarantee("G-GATE-6")
@@ -44,14 +44,16 @@ def _approve_in_dialog(tray: TrayApp, approval_id: str, scope: str, qtbot) -> No
     qtbot.mouseClick(dialog.approve_button, Qt.MouseButton.LeftButton)
 
 
-def next_identical_call(store: Store, run_id: str = "again") -> VerdictOutcome:
-    """The same call again, as the proxy makes it: the grant looked up for its call hash and
-    checked in the chain, then the proxy's rules in front of the policy."""
+def next_identical_call(
+    store: Store, run_id: str = "again", host: tuple[str, str] = HOST
+) -> VerdictOutcome:
+    """The same call again, as the proxy of ``host`` makes it: the grant looked up for its call
+    hash and checked in the chain, then the proxy's rules in front of the policy."""
     rules = ProxyRules(ConfigPolicy())
     gate = make_gate(store, TOOLS, policy=rules, clock=FakeClock(now=datetime.now(UTC)))
     hashed = call_hash(spec_hash=gate.tools["push"].spec_hash, tool="push", arguments={"n": 7})
-    rules.grant, _ = asyncio.run(grants.live(store, operator_key.default(), hashed))
-    session = gate.begin(run_id, "goal", call=CallLabel("srv", "push", "k" * 64))
+    rules.grant, _ = asyncio.run(grants.live(store, operator_key.default(), hashed, host=host[0]))
+    session = gate.begin(run_id, "goal", call=CallLabel("srv", "push", "k" * 64, *host))
     step = session.step()
     verdict = step.propose(Decision.tool_call("push", {"n": 7}))
     if verdict.outcome == VerdictOutcome.ALLOWED:
@@ -70,6 +72,31 @@ def test_scopes_are_offered_only_for_a_request_the_policy_asked_about(store: Sto
         qtbot.addWidget(dialog)
         offered[pending.run_id] = not dialog.scope.isHidden()
     assert offered == {"asked": True, "dup": False, "own": False, "cut": False}
+
+
+def test_each_choice_names_the_host_whose_identical_calls_it_covers(
+    store: Store, tray: TrayApp, qtbot
+) -> None:
+    approval = make_pending(store)
+    qtbot.waitUntil(lambda: tray.model.state == "pending", timeout=5000)
+    dialog = tray.open_dialog(approval.id)
+    assert dialog is not None
+    shown = [dialog.scope.itemText(i) for i in range(dialog.scope.count())]
+    assert shown == [
+        "Once",
+        f"This exact request for 15 min, from {HOST[1]}",
+        f"This exact request for 1 hour, from {HOST[1]}",
+        f"This exact request until Signoff quits, from {HOST[1]}",
+    ]
+    dialog.scope.setCurrentIndex(dialog.scope.findData("15min"))
+    qtbot.mouseClick(dialog.approve_button, Qt.MouseButton.LeftButton)
+    [grant] = _grants(store)
+    assert (grant.host, grant.host_label) == HOST
+    # Another host's identical call asks, as if there were no grant; this host's runs unasked.
+    assert next_identical_call(store, "b", ("b" * 64, "host-b 1.0 (process 42)")) == (
+        VerdictOutcome.PENDING
+    )
+    assert next_identical_call(store, "a") == VerdictOutcome.ALLOWED
 
 
 def test_choosing_15_min_makes_the_grant_and_the_next_identical_call_runs_unasked(

@@ -21,7 +21,7 @@ from core.proxy import config as configuration
 from core.proxy import manage
 from core.store import Store
 from core.tools import SideEffect
-from tests.app.pending import make_pending
+from tests.app.pending import HOST, make_pending
 from tests.core.hostkit import listing, set_up
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -153,25 +153,31 @@ def test_a_rule_removed_elsewhere_meanwhile_is_said_in_words_and_nothing_is_lost
     assert set(rows(window)) == ids_in_file() == {made["team"].id, made["soon"].id}
 
 
+async def live(store: Store, call: str) -> grants.Grant | None:
+    """The grant the identical call of the host that asked runs under now."""
+    return (await grants.live(store, operator_key.default(), call, host=HOST[0]))[0]
+
+
 def test_a_grant_in_force_is_listed_and_ending_it_ends_it(home: Path, store: Store, qtbot) -> None:
     approval = make_pending(store, arguments={"to": "a@x", "n": 7})
     approve(store, approval.run_id, approval.id, "operator:me", "fine for now", scope="1h")
     with store.snapshot() as conn:
         [grant] = grants.listed(conn)
-    assert asyncio.run(grants.live(store, operator_key.default(), grant.call_hash))[0] == grant
+    assert asyncio.run(live(store, grant.call_hash)) == grant
     window = open_rules(qtbot, store)
     page = window.rules
     table = page.grants_table
     assert table.rowCount() == 1 and page.no_grants.isHidden()
     cells = [table.item(0, c).text() for c in range(table.columnCount())]
     shown = approval.request_hash  # the fingerprint the dialog showed when it was approved
-    assert cells[:5] == ["srv", "push", '{"n":7,"to":"a@x"}',
+    assert cells[:6] == ["srv", "push", '{"n":7,"to":"a@x"}',
                          f"{shown[:4]} {shown[4:8]} {shown[8:12]} {shown[12:16]}",
-                         "operator:me"]  # fmt: skip
+                         HOST[1], "operator:me"]  # fmt: skip
+    assert HOST[1] in table.item(0, 0).toolTip()  # the host whose calls it covers
     assert grant.id in table.item(0, 0).toolTip()
     page.select_grant(grant.id)
     qtbot.mouseClick(page.revoke_button, Qt.MouseButton.LeftButton)
-    assert asyncio.run(grants.live(store, operator_key.default(), grant.call_hash))[0] is None
+    assert asyncio.run(live(store, grant.call_hash)) is None
     assert table.isHidden() and not page.no_grants.isHidden()
     assert page.grants_message.text().startswith("Ended: srv/push")
 

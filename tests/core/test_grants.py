@@ -36,6 +36,9 @@ from tests.core.gatekit import COUNTER_SCHEMA, Calls, make_gate
 pytestmark = pytest.mark.guarantee("G-GATE-6")
 
 SERVER_TOOLS = ("srv/write", "srv/push", "other/write")
+# Two hosts, as the proxy records them (core/proxy/host_identity.py): an id and a label.
+HOST_A = ("a" * 64, "host-a 1.0 (process 41)")
+HOST_B = ("b" * 64, "host-b 1.0 (process 42)")
 
 
 def tools(calls: Calls) -> list[Tool]:
@@ -53,10 +56,13 @@ def gate(store: Store, calls: Calls, rules: ProxyRules | None = None) -> Gate:
     return make_gate(store, tools(calls), policy=rules or ProxyRules(ConfigPolicy()))
 
 
-def ask(g: Gate, run_id: str, tool: str = "srv/write", n: int = 7) -> str:
-    """A call the policy asks the operator about; its approval id."""
+def ask(g: Gate, run_id: str, tool: str = "srv/write", n: int = 7,
+        host: tuple[str, str] | None = HOST_A) -> str:  # fmt: skip
+    """A call the policy asks the operator about, made by ``host`` (None: no host, a library
+    run); its approval id."""
     server, name = tool.split("/")
-    s = g.begin(run_id, "goal", call=CallLabel(server, name, "k" * 64))
+    hosted = (None, None) if host is None else host
+    s = g.begin(run_id, "goal", call=CallLabel(server, name, "k" * 64, *hosted))
     v = s.step().propose(Decision.tool_call(tool, {"n": n}))
     assert v.outcome == VerdictOutcome.PENDING and v.approval is not None, v
     return v.approval.id
@@ -76,10 +82,17 @@ def granted(store: Store, g: Gate, scope: str = "15min", **kw: Any) -> Grant:
 
 
 def live(store: Store, g: Gate, tool: str = "srv/write", n: int = 7,
-         now: datetime | None = None) -> Grant | None:  # fmt: skip
+         now: datetime | None = None, host: str = HOST_A[0]) -> Grant | None:  # fmt: skip
+    """The grant the identical call of ``host`` (host A unless said) runs under now."""
+    return refused_or(store, g, tool, n, now, host)[0]
+
+
+def refused_or(store: Store, g: Gate, tool: str = "srv/write", n: int = 7,
+               now: datetime | None = None, host: str = HOST_A[0],
+               ) -> tuple[Grant | None, list[str]]:  # fmt: skip
     at = None if now is None else format_time(now)
-    found, _ = asyncio.run(grants.live(store, operator_key.default(), hash_of(g, tool, n), at))
-    return found
+    call = hash_of(g, tool, n)
+    return asyncio.run(grants.live(store, operator_key.default(), call, at, host=host))
 
 
 def sql(store: Store, statement: str, params: tuple[Any, ...] = ()) -> None:
@@ -154,6 +167,91 @@ def test_a_revoked_grant_allows_nothing_more(gate_store: Store) -> None:
     grant = granted(gate_store, g)
     grants.revoke(gate_store, grant.id, by="operator:me")
     assert live(gate_store, g) is None
+
+
+# --- the host it was given for (rule 8, decision 0070) ------------------------------------
+
+
+def edit_payload(store: Store, kind: str, run_id: str, **changed: Any) -> None:
+    """Rewrite an event's payload in the database file, as a file writer could (the chain's
+    hash then breaks, which ``signoff verify`` sees; a call under a grant does not verify it)."""
+    with store.snapshot() as conn:
+        seq, text = conn.execute(
+            "SELECT seq, payload FROM events WHERE kind = ? AND run_id = ?", (kind, run_id)
+        ).fetchone()
+    payload = canonical.loads(text)
+    payload.update(changed)
+    if "call" in changed:  # a nested change: run.started's host
+        payload["call"] = {**canonical.loads(text)["call"], **changed["call"]}
+    sql(store, "UPDATE events SET payload = ? WHERE seq = ?",
+        (canonical.dumps_text(payload), seq))  # fmt: skip
+
+
+def test_a_grant_edited_to_name_another_host_is_not_honoured(store: Store) -> None:
+    """A file writer makes host A's grant host B's: the run's host, its label and the grant's
+    record all say B, so the row and the record agree; the MAC, over the host, does not."""
+    g = gate(store, Calls())
+    granted(store, g)
+    sql(store, "UPDATE runs SET host = ? WHERE id = 'r'", (HOST_B[0],))
+    assert live(store, g, host=HOST_B[0]) is None  # the row alone: not what the record says
+    edit_payload(store, "run.started", "r", call={"host": {"id": HOST_B[0], "label": HOST_B[1]}})
+    edit_payload(store, "grant.made", "r", host=HOST_B[0], host_label=HOST_B[1])
+    with store.snapshot() as conn:
+        [forged] = grants.listed(conn)
+    assert (forged.host, forged.host_label) == HOST_B
+    found, refused = refused_or(store, g, host=HOST_B[0])
+    assert found is None and len(refused) == 1, refused
+    assert refused[0].endswith("is not authenticated by this database's key"), refused
+    assert live(store, g) is None  # nor host A's, whose grant it no longer says it is
+
+
+def test_a_grant_covers_the_identical_call_of_the_host_it_was_given_for_only(
+    gate_store: Store,
+) -> None:
+    g = gate(gate_store, Calls())
+    grant = granted(gate_store, g)
+    assert (grant.host, grant.host_label) == HOST_A
+    assert live(gate_store, g) == grant
+    found, refused = refused_or(gate_store, g, host=HOST_B[0])
+    assert found is None and refused == [
+        f"grant {grant.id} was given to {HOST_A[1]}, not this host"
+    ]
+    with gate_store.snapshot() as conn:
+        (payload,) = conn.execute("SELECT payload FROM events WHERE kind = 'grant.made'").fetchone()
+    made = canonical.loads(payload)
+    assert (made["host"], made["host_label"]) == HOST_A  # recorded, and signed with the rest
+
+
+def test_a_request_no_host_made_is_approved_once_not_for_a_while(gate_store: Store) -> None:
+    g = gate(gate_store, Calls())
+    approval_id = ask(g, "r", host=None)
+    with pytest.raises(ScopeRefused):
+        approve(gate_store, "r", approval_id, "operator:me", scope="15min")
+    with gate_store.snapshot() as conn:
+        assert read_approval(conn, approval_id).status == "pending"  # nothing decided
+        assert grants.listed(conn) == []
+
+
+def test_a_grant_made_before_grants_named_their_host_covers_no_call(store: Store) -> None:
+    """A ``signoff.grant.v1`` grant, signed as it was then (no host in its fields): honoured by
+    no host, with the reason said."""
+    g = gate(store, Calls())
+    grant = granted(store, g)
+    key = operator_key.default().key(store.database_id)
+    assert key is not None
+    fields = grants.grant_fields(store.database_id, grant)
+    old = {k: v for k, v in fields.items() if k not in ("host", "host_label")}
+    old["v"] = "signoff.grant.v1"
+    recorded = {k: v for k, v in old.items() if k not in ("v", "database", "run", "step", "at")}
+    with store.snapshot() as conn:
+        (text,) = conn.execute("SELECT payload FROM events WHERE kind = 'grant.made'").fetchone()
+    payload = {**recorded, "key": canonical.loads(text)["key"], "mac": operator_key.mac(key, old)}
+    with store.snapshot() as conn:
+        (seq,) = conn.execute("SELECT seq FROM events WHERE kind = 'grant.made'").fetchone()
+    sql(store, "UPDATE events SET payload = ? WHERE seq = ?", (canonical.dumps_text(payload), seq))
+    for host in (HOST_A[0], HOST_B[0]):
+        found, refused = refused_or(store, g, host=host)
+        assert found is None and "before grants named their host" in refused[0], refused
 
 
 # --- the proxy's rules: where a grant applies ----------------------------------------------
@@ -261,7 +359,7 @@ def test_a_grant_row_written_into_the_database_is_not_honoured(store: Store) -> 
                " scope, until, decided_by, decided_at, reason) VALUES ('gr-forged', 'ap-1', 'r',"
                " 0, ?, 'srv', 'write', '1h', ?, 'operator:me', ?, '')",
         (hash_of(g), until, format_time(datetime.now(UTC))))  # fmt: skip
-    found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g)))
+    found, refused = refused_or(store, g)
     assert found is None and refused and "0 records" in refused[0]
 
 
@@ -288,7 +386,7 @@ def test_a_forged_grant_event_with_no_mac_is_not_honoured(store: Store) -> None:
     for mac in (None, "0" * 64):
         grant = Grant(f"gr-{'x' if mac else 'y'}", approval_id, "r", 0, hash_of(g), "srv",
                       "write", "1h", format_time(now + timedelta(hours=1)), None, "operator:me",
-                      format_time(now), "")  # fmt: skip
+                      format_time(now), "", *HOST_A)  # fmt: skip
         fields = grants.grant_fields(store.database_id, grant)
         payload = {k: v for k, v in fields.items() if k not in ("v", "database", "run", "step",
                                                                    "at")}  # fmt: skip
@@ -302,7 +400,7 @@ def test_a_forged_grant_event_with_no_mac_is_not_honoured(store: Store) -> None:
             )  # fmt: skip
             tx.append_event(kind="grant.made", payload={**payload, "key": "k", "mac": mac},
                             at=grant.at, run_id="r", step=0)  # fmt: skip
-    found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g)))
+    found, refused = refused_or(store, g)
     assert found is None and len(refused) == 2
 
 
@@ -320,5 +418,5 @@ def test_an_end_cut_off_the_chain_brings_no_grant_back_once_the_end_is_kept(
     sql(store, "UPDATE grants SET revoked_at = NULL, revoked_by = NULL WHERE id = ?", (grant.id,))
     assert live(store, g) == grant  # the chain alone reads as if it had never ended
     found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g),
-                                             anchor=anchor))  # fmt: skip
+                                             host=HOST_A[0], anchor=anchor))  # fmt: skip
     assert found is None and "DatabaseRestored" in refused[0]

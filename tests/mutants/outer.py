@@ -359,6 +359,27 @@ OUTER: tuple[Mutation, ...] = (
         " host's approved or running one may take effect",
         "tests/proxy/test_host_isolation.py::test_a_host_neither_sees_nor_collects_another_hosts_request[another-application]",
     ),
+    # --- G-GATE-6: a grant covers the identical calls of the host it was given for ------------
+    Mutation(
+        "a grant is not compared with the calling host",
+        "G-GATE-6",
+        "core/grants.py",
+        "    if grant.host != host:  # rule 8\n",
+        "    if False:  # rule 8\n",
+        "the grant given to one host's request runs another host's identical call unasked",
+        "tests/core/test_grants.py::"
+        "test_a_grant_covers_the_identical_call_of_the_host_it_was_given_for_only",
+    ),
+    Mutation(
+        "a grant's host is not signed",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "host": grant.host,\n',
+        "",
+        "a file writer edits a grant's run to name another host, whose identical call then runs"
+        " under it",
+        "tests/core/test_grants.py::test_a_grant_edited_to_name_another_host_is_not_honoured",
+    ),
     Mutation(
         "a begin is not checked again for another host's run",
         "G-PROXY-4",

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from core import grants
@@ -31,6 +32,8 @@ pytestmark = pytest.mark.guarantee("G-GATE-6")
 
 PENDING = "This call needs the operator's approval and has not run."
 DUPLICATE = "An identical call may already have taken effect; this one waits for the operator"
+HOST_A = ("host-a", "1.0")  # two hosts' clientInfo (name, version)
+HOST_B = ("host-b", "1.0")
 
 
 def set_up(home: Path, notes: Path, **script: Any) -> Rig:
@@ -177,3 +180,38 @@ def test_a_revoked_grant_is_not_brought_back_by_cutting_its_end_off_the_chain(
 
     run_proxy(home, scenario)
     assert written(notes, "hello") == 1
+
+
+def test_a_grant_covers_the_identical_calls_of_the_host_it_was_given_for_only(
+    home: Path, tmp_path: Path
+) -> None:
+    """Two hosts, each with its own ``signoff proxy`` process on one database, told apart as
+    core/proxy/host_identity.py tells them (here by their clientInfo: this process launches
+    both). The grant given to host A's request runs A's identical call unasked, after A
+    restarts its proxy too; B's identical call asks as if there were no grant (core/grants.py
+    rule 8, decision 0070)."""
+    notes = tmp_path / "notes.txt"
+    rig = set_up(home, notes)
+    line, wrote = "pay 10", "wrote 'pay 10'"
+
+    async def scenario() -> None:
+        async with rig.client("notes", client=HOST_A) as a:
+            found = re.search(r"pending as approval (\S+) \(", await write_to(a, line))
+            assert found, "A's call did not ask"
+            [waiting] = [p for p in rig.pending() if p["id"] == found.group(1)]
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"], "--for", "15min")
+            assert await write_to(a, line) == wrote  # the approved call, collected
+        # A restarts its proxy: the same host, whose grant still covers it.
+        async with rig.client("notes", client=HOST_A) as a, rig.client("notes", client=HOST_B) as b:
+            assert await write_to(a, line) == wrote  # under the grant: not asked
+            theirs = await write_to(b, line)
+            assert theirs.startswith(DUPLICATE) and "wrote" not in theirs, theirs
+
+    anyio.run(scenario)
+    assert written(notes, line) == 2
+    listed = rig.signoff("grants", "list").stdout
+    assert "from host-a 1.0 (process" in listed, listed
+
+
+async def write_to(host: Any, line: str) -> str:
+    return text(await host.call_tool("write_note", {"text": line}))
