@@ -134,6 +134,7 @@ def test_a_planted_keyring_configuration_is_not_used_and_its_module_never_import
     assert not marker.exists(), "the planted module was imported"
 
 
+@pytest.mark.guarantee("G-KEY-3")
 def test_with_no_os_keyring_the_configuration_names_a_backend_but_never_a_module_path(
     tmp_path: Path,
 ) -> None:
@@ -198,6 +199,7 @@ def test_a_keyring_other_than_the_recorded_one_runs_nothing_until_the_operator_a
         assert witness.acknowledge().alarm == ""
 
 
+@pytest.mark.guarantee("G-KEY-3")
 def test_a_keyring_change_appended_by_a_file_writer_is_an_alarm(home: Path, tmp_path: Path) -> None:
     """A ``keyring.used`` event written into the database names a keyring this process does not
     reach: the witness raises the alarm, and the grant does not run."""
