@@ -187,7 +187,7 @@ class KeyringWorker(QObject):
     def _open(self) -> Witness:
         if self._witness is None:
             self._store = Store.open(self.database, create=False, readonly=True)
-            self._witness = Witness(self._store, self.heads, self._alarm_file)
+            self._witness = Witness(self._store, self.heads, self._alarm_file, self.operator.keys)
         return self._witness
 
     def _close(self) -> None:

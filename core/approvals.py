@@ -159,7 +159,11 @@ def _decide(
         signed = operator_key.signature(key, store.database_id, approval, status=status, by=by,
                                         at=at, reason=reason)  # fmt: skip
         if signed.mac is not None and operator_key.keyed_at(tx.conn) is None:
-            transitions.record_config_change(tx, operator_key.KEYED, {"key": signed.key}, at=at)
+            keyed: dict[str, JSONValue] = {"key": signed.key}
+            keyring = (operator or operator_key.default()).keys.keyring()
+            if keyring is not None:  # which keyring holds the key (core/operator_key rule 6)
+                keyed["keyring"] = keyring
+            transitions.record_config_change(tx, operator_key.KEYED, keyed, at=at)
         transitions.decide_approval(tx, approval, status=status, by=by, reason=reason, at=at,
                                     signed=signed)  # fmt: skip
         if scope is not None:

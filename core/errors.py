@@ -146,6 +146,12 @@ class LockTimeout(SignoffError):
     """A lock beside the database stayed held by another process past its deadline."""
 
 
+class LockRefused(SignoffError):
+    """What stands at a lock's path is not a regular file of the user's (a folder, a link, a
+    FIFO, another user's file): it is never waited on, and never taken as the lock. The message
+    says what is there and what to do."""
+
+
 # --- Tools, configuration, policy ----------------------------------------------------------
 
 
@@ -314,6 +320,18 @@ class UnknownGrant(ApprovalError):
 class OperatorKeyUnavailable(ApprovalError):
     """The operator key cannot be read from the OS keyring (none there, locked, failing), so a
     decision can be neither signed nor checked. Nothing runs; the request keeps waiting."""
+
+
+class KeyringLockRefused(OperatorKeyUnavailable):
+    """The lock every keyring call of Signoff's is made under (``~/.cache/signoff/
+    secret-service.lock``) is not Signoff's lock file: no keyring call is made until it is
+    removed (decision 0067). Nothing runs; the request keeps waiting."""
+
+
+class KeyringChanged(OperatorKeyUnavailable):
+    """This process reaches the operator key through another keyring than the one the chain
+    records for this database: nothing approved runs, and no decision is signed, until the
+    operator confirms the change (``signoff decisions keyring accept``, decision 0066)."""
 
 
 class DatabaseRestored(GateError):

@@ -3,19 +3,24 @@
 Two processes (or two threads of one) that lock the same path are serialised: ``flock`` locks
 belong to an open file, so each ``locked()`` opens its own. Used where a compare-before-write on
 something outside the database must not interleave: the kept head, the operator key's creation
-(core/anchor.py, core/operator_key.py).
+(core/anchor.py, core/operator_key.py), and every keyring call (core/keyring_calls.py).
+
+What stands at the path must be a regular file of the user's (or nothing, and the lock file is
+made): a folder, a symbolic link, a FIFO, a device or another user's file is refused at once
+with ``LockRefused``, saying what is there, never waited on (decision 0067).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.errors import LockTimeout
+from core.errors import LockRefused, LockTimeout
 
 POLL_SECONDS = 0.01
 
@@ -27,7 +32,7 @@ def locked(path: Path, timeout: float | None) -> Iterator[None]:
     is free (no polling; the caller bounds the wait some other way)."""
     deadline = time.monotonic() + (timeout or 0.0)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = _open(path)
         try:
             while True:
                 if timeout is None:
@@ -52,6 +57,53 @@ def locked(path: Path, timeout: float | None) -> Iterator[None]:
                 return
         finally:
             os.close(fd)
+
+
+def _open(path: Path) -> int:
+    """The lock file at ``path``, made when missing; ``LockRefused`` when something else is
+    there (O_NONBLOCK: a FIFO is never waited on to open)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError:
+        what = what_is_at(path)
+        if what:
+            raise LockRefused(refused(path, what)) from None
+        raise
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid():
+        os.close(fd)
+        raise LockRefused(refused(path, _kind(found)))
+    return fd
+
+
+def what_is_at(path: Path) -> str:
+    """What stands at ``path`` when it is not a lock file of the user's ("a folder", "a
+    symbolic link", ...); "" when it is one, or nothing is there."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    if stat.S_ISREG(found.st_mode) and found.st_uid == os.geteuid():
+        return ""
+    return _kind(found)
+
+
+def refused(path: Path, what: str) -> str:
+    return (
+        f"{path} is {what}, not Signoff's lock file: remove it (nothing was waited on, and"
+        " nothing that needs the lock is done until it is gone)"
+    )
+
+
+def _kind(found: os.stat_result) -> str:
+    mode = found.st_mode
+    if found.st_uid != os.geteuid():
+        return f"a file of another user (uid {found.st_uid})"
+    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link"),
+                        (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return words
+    return "not a regular file" if not stat.S_ISREG(mode) else ""
 
 
 def _same_file(fd: int, path: Path) -> bool:

@@ -107,6 +107,32 @@ def existing_path(host: Host) -> Path | None:
     return next((p for p in default_paths(host) if p.is_file()), None)
 
 
+def wired_files() -> list[Path]:
+    """The hosts' own files holding an entry that launches ``signoff proxy``: the files Signoff
+    wired (core/policy/own_files.py counts each as Signoff's own: whoever rewrites one decides
+    what the host starts instead of Signoff). A file that cannot be read is not one."""
+    found = []
+    for host in Host:
+        path = existing_path(host)
+        if path is None:
+            continue
+        try:
+            entries = read_host(path, host).entries
+        except (HostConfigError, OSError):
+            continue
+        for entry in entries:
+            command, args = entry.spec.get("command"), entry.spec.get("args", [])
+            if (
+                isinstance(command, str)
+                and isinstance(args, list)
+                and all(isinstance(a, str) for a in args)
+                and _proxied(command, args, _our_command()) is not None
+            ):
+                found.append(path)
+                break
+    return found
+
+
 # --- reading ---------------------------------------------------------------------------------
 
 

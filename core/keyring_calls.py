@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core import private_files
+from core.errors import KeyringLockRefused, LockRefused
 from core.filelock import locked
 
 T = TypeVar("T")
@@ -95,13 +96,31 @@ def lock_path() -> Path:
     return private_files.make_dir(home / ".cache" / "signoff") / "secret-service.lock"
 
 
+def lock_refused() -> str:
+    """What is wrong at the lock's path, in words ("" when nothing is): for the witness's
+    alarm, asked when a keyring call failed (core/witness.py rule 5)."""
+    from core.errors import UnsafePermissions
+    from core.filelock import refused, what_is_at
+
+    try:
+        path = lock_path()
+    except (OSError, UnsafePermissions) as e:
+        return str(e)
+    what = what_is_at(path)
+    return refused(path, what) if what else ""
+
+
 def one_at_a_time(operation: Callable[[], T], *, writes: bool) -> T:
     """``operation()`` under the lock; a write not made at all when its caller gave up while it
-    waited for it."""
-    with locked(lock_path(), None):
-        if writes and given_up():
-            raise KeyringTimeout("the keyring call waited too long for another; not made")
-        return operation()
+    waited for it. Something else at the lock's path (a folder, a link, another user's file) is
+    never waited on: ``KeyringLockRefused`` says what is there (decision 0067)."""
+    try:
+        with locked(lock_path(), None):
+            if writes and given_up():
+                raise KeyringTimeout("the keyring call waited too long for another; not made")
+            return operation()
+    except LockRefused as e:
+        raise KeyringLockRefused(f"no keyring call can be made: {e}") from None
 
 
 class Serialised:
@@ -140,8 +159,8 @@ def find_session_bus() -> None:
         os.environ["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={socket}"
 
 
-# The ``keyring`` package's own backends for each platform's OS keyring, the only ones Signoff
-# uses where the package's configuration names none (decision 0024).
+# The ``keyring`` package's own backends for each platform's OS keyring: where one answers, it
+# is the keyring Signoff uses, whatever the package's configuration file says (decision 0066).
 OWN_BACKENDS = {
     "linux": (
         ("keyring.backends.SecretService", "Keyring"),
@@ -155,27 +174,28 @@ OWN_BACKENDS = {
 
 
 def backend(given: Any = None) -> Any:
-    """The keyring backend to use: ``given``, else the one ``PYTHON_KEYRING_BACKEND`` or the
-    package's configuration file names, else the first by priority of the package's own
-    backends for this platform's OS keyring that answers, else none (``keyring.backends.fail``:
-    a third-party backend installed alone, such as keyrings.alt's plaintext file, is used only
-    when the variable or the configuration file names it, decision 0063); each chosen once the
-    session bus is named (``find_session_bus``), and chosen again only when the variable or the
-    bus changes, or when none answered.
+    """The keyring backend to use: ``given``, else the one ``PYTHON_KEYRING_BACKEND`` names,
+    else the first by priority of the package's own backends for this platform's OS keyring
+    that answers, else the one the package's configuration file names in ``default-keyring``
+    (read here, decision 0066: its ``keyring-path`` is never put on ``sys.path``), else none
+    (``keyring.backends.fail``: a third-party backend installed alone, such as keyrings.alt's
+    plaintext file, is used only when the operator names it, decision 0063); each chosen once
+    the session bus is named (``find_session_bus``), and chosen again only when the variable or
+    the bus changes, or when none answered.
 
-    Looking only at the platform's own backends is the package's choice made without loading
-    every backend installed (0.1-0.2 s a process: on Linux the macOS backend runs external
-    tools to look for its libraries): where one answers, the package's choice would be a chain
-    starting with it, or it alone. The package's search is never made: where no OS keyring
-    answers it would choose a third-party backend installed alone, and where it would chain
-    several (it does when another, such as keyrings.alt's files, is installed beside the OS
-    keyring) it reads on in the next backend when the first has no value; a file that anybody
-    who can write the user's files can fill must never answer for the operator key or a kept
-    head unless the operator named it. A chain named is cut to its first of the package's own
-    OS backends (the Secret Service, KWallet, macOS, Windows), else none. Every call is made
-    under the lock, one at a time (the module's docstring); the Secret Service backend is used
-    in the steady form of core/secret_service.py, which several Signoff processes writing at
-    once need."""
+    The configuration file is a file in the user's home that anybody who can write the user's
+    files can plant: where the OS keyring answers it is not read at all, so a backend it names
+    (a plaintext file holding a key of the planter's) never answers for the operator key or a
+    kept head, and a module path it names is never imported. The variable is set by whoever
+    starts the process, and is kept as the operator's explicit choice (tests, a headless
+    machine); the keyring actually used is recorded in the chain (core/operator_key.py), and a
+    process using another one runs nothing approved.
+
+    The package's search over every backend installed is never made (decisions 0038, 0063).
+    A chain named is cut to its first of the package's own OS backends (the Secret Service,
+    KWallet, macOS, Windows), else none. Every call is made under the lock, one at a time (the
+    module's docstring); the Secret Service backend is used in the steady form of
+    core/secret_service.py, which several Signoff processes writing at once need."""
     if given is None:
         find_session_bus()
         named = os.environ.get("PYTHON_KEYRING_BACKEND"), os.environ.get("DBUS_SESSION_BUS_ADDRESS")
@@ -195,26 +215,69 @@ def backend(given: Any = None) -> Any:
     return Serialised(given)
 
 
-# The backend chosen, per backend named and session bus: choosing asks the keyring's
-# configuration file and the Secret Service on the bus, a few milliseconds on every keyring call.
+def name(chosen: Any) -> str:
+    """The keyring a backend is, as the chain records it: its class's full name (the steady
+    and the serialised forms named as what they wrap)."""
+    inner = chosen.inner if isinstance(chosen, Serialised) else chosen
+    kind = type(inner)
+    if kind.__module__ == "core.secret_service":
+        return "keyring.backends.SecretService.Keyring"
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+# The backend chosen, per backend named and session bus: choosing asks the Secret Service on the
+# bus (and maybe the configuration file), a few milliseconds on every keyring call.
 _chosen: dict[tuple[str | None, str | None], Any] = {}
 
 
 def _choose() -> Any:
     import keyring.core
+    from keyring.backends.fail import Keyring as NoKeyring
+
+    if os.environ.get("PYTHON_KEYRING_BACKEND"):
+        return _first_os_keyring_of(keyring.core.load_env())
+    own = _own_os_keyring()
+    if own is not None:  # the configuration file is not even read (decision 0066)
+        return own
+    named = configured()
+    if named is None:  # none answers and none is named: no keyring (decision 0063)
+        return NoKeyring()  # type: ignore[no-untyped-call]
+    try:
+        return _first_os_keyring_of(keyring.core.load_keyring(named))
+    except Exception:  # not installed, or cannot serve here: as the package, no keyring
+        return NoKeyring()  # type: ignore[no-untyped-call]
+
+
+def configured() -> str | None:
+    """The backend the ``keyring`` package's configuration file names in ``default-keyring``,
+    or None; read as text here, never by the package's ``load_config``, which puts the file's
+    ``keyring-path`` first on ``sys.path`` (a planted file would choose the modules every
+    Signoff process imports next)."""
+    import configparser
+
+    from keyring.util import platform_
+
+    config = configparser.RawConfigParser()
+    try:
+        config.read(Path(platform_.config_root()) / "keyringrc.cfg", encoding="utf-8")
+        text = config.get("backend", "default-keyring").strip()
+    except (configparser.Error, OSError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
+def _first_os_keyring_of(named: Any) -> Any:
+    """A chain named is cut to its first OS keyring (decision 0024); anything else stands."""
     from keyring.backends.chainer import ChainerBackend
     from keyring.backends.fail import Keyring as NoKeyring
 
-    named = keyring.core.load_env() or keyring.core.load_config()
-    if named is None:  # the platform's own OS keyring alone, or none (decision 0063)
-        return _own_os_keyring() or NoKeyring()  # type: ignore[no-untyped-call]
-    if isinstance(named, ChainerBackend):  # a chain keeps only its first OS keyring
-        chain = named.backends  # sorted anew (and each backend asked) at every access
-        named = next(
-            (b for b in chain if type(b).__module__.startswith("keyring.backends.")),
-            NoKeyring(),  # type: ignore[no-untyped-call]
-        )
-    return named
+    if not isinstance(named, ChainerBackend):
+        return named
+    chain = named.backends  # sorted anew (and each backend asked) at every access
+    return next(
+        (b for b in chain if type(b).__module__.startswith("keyring.backends.")),
+        NoKeyring(),  # type: ignore[no-untyped-call]
+    )
 
 
 def _own_os_keyring() -> Any:

@@ -26,6 +26,12 @@ Rules:
    signs decisions in unauthenticated mode too.
 5. A key is read from the keyring once per process and database, and kept in memory; each
    keyring call has a deadline (core/keyring_calls.py).
+6. The keyring that holds the key is recorded in the chain: its name in the ``operator.keyed``
+   event of the first signed decision, and in a ``keyring.used`` event of no run each time the
+   operator confirms another one (``signoff decisions keyring accept``); the latest holds. A
+   process whose keyring is not the recorded one signs no decision and executes no grant
+   (``KeyringChanged``: the request waits), and the tray's witness raises it as an alarm
+   (decision 0066). A key store that is not a keyring (``MemoryKeyStore``) records nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ from core.errors import (
     DecisionUnauthenticated,
     GrantUsed,
     JSONRefused,
+    KeyringChanged,
+    KeyringLockRefused,
     LockTimeout,
     OperatorKeyUnavailable,
 )
@@ -60,7 +68,8 @@ if TYPE_CHECKING:
 SERVICE = "signoff"
 VERSION = "signoff.decision.v1"
 MODE_KINDS = ("operator.unauthenticated", "operator.authenticated")
-KEYED = "operator.keyed"  # {key}: the database's first signed decision follows
+KEYED = "operator.keyed"  # {key, keyring}: the database's first signed decision follows
+KEYRING_USED = "keyring.used"  # {keyring, by}: the operator confirmed another keyring (rule 6)
 LOCK_SECONDS = 10.0
 
 
@@ -71,6 +80,10 @@ class KeyStore(Protocol):
 
     def save(self, database_id: str, key: bytes) -> None:
         """Keep ``key`` for this database; raises ``OperatorKeyUnavailable``."""
+        ...
+
+    def keyring(self) -> str | None:
+        """The keyring the keys are kept in, as the chain records it; None for none (rule 6)."""
         ...
 
 
@@ -90,6 +103,9 @@ class MemoryKeyStore:
     def save(self, database_id: str, key: bytes) -> None:
         self.keys[database_id] = key
 
+    def keyring(self) -> str | None:
+        return None
+
 
 class KeyringKeyStore:
     """Keys in the OS keyring through the ``keyring`` package (or a given backend)."""
@@ -100,6 +116,9 @@ class KeyringKeyStore:
     def _keyring(self) -> KeyringBackend:
         return keyring_calls.backend(self._backend)  # type: ignore[no-any-return]
 
+    def keyring(self) -> str | None:
+        return keyring_calls.name(self._keyring())
+
     def load(self, database_id: str) -> bytes | None:
         """The key, or None when none is kept, or when this machine has no keyring at all
         (keyring's own ``fail`` backend: nothing can be kept, so nothing is)."""
@@ -108,6 +127,8 @@ class KeyringKeyStore:
             if _no_keyring(backend):
                 return None
             text = keyring_calls.call(lambda: backend.get_password(SERVICE, _user(database_id)))
+        except KeyringLockRefused:
+            raise  # says what stands at the lock's path, and what to do
         except Exception as e:  # any backend failure: the key cannot be read
             raise OperatorKeyUnavailable(
                 f"the operator key cannot be read from the OS keyring: {keyring_calls.describe(e)}"
@@ -128,6 +149,8 @@ class KeyringKeyStore:
             keyring_calls.call(
                 lambda: self._keyring().set_password(SERVICE, _user(database_id), text)
             )
+        except KeyringLockRefused:
+            raise
         except Exception as e:
             raise OperatorKeyUnavailable(
                 f"the operator key cannot be written to the OS keyring: {keyring_calls.describe(e)}"
@@ -182,6 +205,36 @@ def unauthenticated_mode(conn: sqlite3.Connection) -> bool:
         MODE_KINDS,
     ).fetchone()
     return row is not None and row[0] == "operator.unauthenticated"
+
+
+def recorded_keyring(conn: sqlite3.Connection) -> str | None:
+    """The keyring the chain says holds this database's key (rule 6), or None."""
+    row = conn.execute(
+        "SELECT payload FROM events WHERE run_id IS NULL AND kind IN (?, ?)"
+        " ORDER BY seq DESC LIMIT 1",
+        (KEYED, KEYRING_USED),
+    ).fetchone()
+    if row is None:
+        return None
+    try:
+        payload = canonical.loads(row[0])
+    except JSONRefused:
+        return None
+    found = payload.get("keyring") if isinstance(payload, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def keyring_problem(conn: sqlite3.Connection, keys: KeyStore) -> str:
+    """Why this process's keyring is not the one the chain records ("" when it is, or when
+    either records none): the text of ``KeyringChanged`` and of the witness's alarm."""
+    recorded, used = recorded_keyring(conn), keys.keyring()
+    if recorded is None or used is None or recorded == used:
+        return ""
+    return (
+        f"the operator key is kept in {recorded} (recorded in the chain), but this process"
+        f" reaches {used}: nothing approved runs and no decision is signed until the operator"
+        " confirms the change with `signoff decisions keyring accept`"
+    )
 
 
 def keyed_at(conn: sqlite3.Connection) -> int | None:
@@ -244,6 +297,9 @@ class OperatorKey:
         keyring call ever waits inside the database's write lock."""
         with store.snapshot() as conn:
             unauthenticated = unauthenticated_mode(conn)
+            changed = keyring_problem(conn, self.keys)
+        if changed:
+            raise KeyringChanged(changed)
         if not unauthenticated:
             return self.key_for_deciding(store)
         try:  # a keyring that works signs even so: the database is then keyed for good
@@ -312,6 +368,9 @@ class OperatorKey:
             raise DecisionUnauthenticated(
                 f"{where}: its decision (event {seq}) carries no MAC, and {why}. Nothing runs."
             )
+        changed = keyring_problem(conn, self.keys)
+        if changed:
+            raise KeyringChanged(f"{where}: {changed}. Nothing runs.")
         key = self.key(database_id)
         if key is None:
             raise OperatorKeyUnavailable(
@@ -357,6 +416,22 @@ def choose_mode(store: Store, *, unauthenticated: bool, by: str, reason: str = "
             payload["reason"] = reason
         record_config_change(tx, kind, payload, at=utc_now())
     return True
+
+
+def accept_keyring(store: Store, keys: KeyStore, *, by: str) -> str | None:
+    """Record the keyring ``keys`` are kept in as the one holding the key from now on (rule 6):
+    the keyring named, or None when it was the recorded one already (nothing appended)."""
+    from core.store import utc_now
+    from core.transitions import record_config_change
+
+    used = keys.keyring()
+    if used is None:
+        return None
+    with store.transaction("keyring accepted") as tx:
+        if recorded_keyring(tx.conn) == used:
+            return None
+        record_config_change(tx, KEYRING_USED, {"keyring": used, "by": by}, at=utc_now())
+    return used
 
 
 def _lock_path(database: Path) -> Path:

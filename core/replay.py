@@ -35,6 +35,7 @@ NO_RUN_KINDS = (
     "operator.unauthenticated",
     "operator.authenticated",
     "operator.keyed",
+    "keyring.used",
     "config.recorded",
     "results.pruned",
     "elicitation.asked",  # core/proxy/asks.py

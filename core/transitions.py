@@ -32,7 +32,8 @@ Events of no run (the operator's configuration; no state table changes):
 - ``policy.changed``   {before, after, policy, by}       the rules' identity changed
 - ``operator.unauthenticated`` {by, reason}            decisions are no longer signed
 - ``operator.authenticated``   {by}                    they are signed again
-- ``operator.keyed``   {key}                             the first signed decision follows
+- ``operator.keyed``   {key, keyring}                    the first signed decision follows
+- ``keyring.used``     {keyring, by}                     the operator confirmed another keyring
 - ``config.recorded``  {text, sha256, by, why, key, mac}  the configuration in force
                                                          (core/proxy/config_record.py)
 - ``results.pruned``   {runs, kept_days}                 whole large results no re-call took
@@ -367,6 +368,7 @@ def record_config_change(tx: Transaction, kind: str, payload: JSONValue, *, at: 
         "operator.unauthenticated",
         "operator.authenticated",
         "operator.keyed",
+        "keyring.used",
         "config.recorded",
     ):
         raise ValueError(f"{kind!r} is not a configuration event")

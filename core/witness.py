@@ -12,7 +12,11 @@ Rules:
    it; while it stands, the head is not moved.
 4. No keyring: the state is "not anchored" and everything else goes on. A keyring that failed
    is not asked again at each change, only by ``retry`` (the app backs off between retries).
-5. Another database lying where one was anchored (core/heads.py rule 2) is an alarm
+5. Two keyring states are alarms, not "not anchored": something other than Signoff's lock file
+   at the keyring lock's path (every keyring call is refused until it is removed, decision
+   0067), and a keyring reached that is not the one the chain records as holding the operator
+   key (nothing approved runs until the operator confirms it, decision 0066).
+6. Another database lying where one was anchored (core/heads.py rule 2) is an alarm
    (``DatabaseReplaced``) until the operator confirms it is theirs (``accept``): the places
    it lies at then record it, and the chain is verified again from the start.
 """
@@ -23,7 +27,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from core import private_files
+from core import keyring_calls, private_files
 from core.anchor import Anchor
 from core.chain import Head
 from core.errors import (
@@ -34,6 +38,7 @@ from core.errors import (
     UnsafePermissions,
 )
 from core.heads import HeadStore, confirm
+from core.operator_key import KeyStore, keyring_problem
 from core.store import Store
 from core.verify import Anchor as Kept
 from core.verify import verify
@@ -49,9 +54,12 @@ class WitnessState:
 
 
 class Witness:
-    def __init__(self, store: Store, heads: HeadStore, alarm_file: Path) -> None:
+    def __init__(
+        self, store: Store, heads: HeadStore, alarm_file: Path, keys: KeyStore | None = None
+    ) -> None:
         self.store = store
         self.heads = heads
+        self.keys = keys  # the operator key's keyring, compared with the chain's (rule 5)
         self.alarm_file = alarm_file
         self._last: Head | None = None
         self.state = self.remembered(alarm_file)
@@ -106,7 +114,7 @@ class Witness:
         return self.check_all()
 
     def accept(self) -> WitnessState:
-        """The operator confirms that the database here is theirs (rule 5): anchor it at the
+        """The operator confirms that the database here is theirs (rule 6): anchor it at the
         places it lies at, forget the alarm, verify again. A keyring that cannot be written
         leaves the alarm standing, saying why."""
         try:
@@ -122,6 +130,11 @@ class Witness:
             return self._raise_alarm(f"{e} [{type(e).__name__}]", e.seq)
         head = report.head
         anchored, detail = False, report.detail
+        if keyring:
+            alarm = self._keyring_alarm(report.anchor is Kept.UNAVAILABLE)
+            if alarm:
+                self._last = head
+                return self._raise_alarm(alarm, head.seq if head is not None else 0)
         if not keyring:
             detail = self.state.detail  # still why it is not anchored
         elif report.anchor is Kept.UNAVAILABLE:
@@ -139,6 +152,22 @@ class Witness:
         self._last = head
         self.state = WitnessState(anchored, head, self.state.alarm, self.state.alarm_seq, detail)
         return self.state
+
+    def _keyring_alarm(self, failed: bool) -> str:
+        """Rule 5's alarm text, or "": the lock refused (looked at only when the keyring just
+        failed), or another keyring than the chain's."""
+        if failed:
+            refused = keyring_calls.lock_refused()
+            if refused:
+                return f"no keyring call can be made: {refused} [KeyringLockRefused]"
+        if self.keys is None:
+            return ""
+        try:
+            with self.store.snapshot() as conn:
+                changed = keyring_problem(conn, self.keys)
+        except Exception:  # a keyring that cannot even be chosen: not this alarm
+            return ""
+        return f"the keyring changed: {changed} [KeyringChanged]" if changed else ""
 
     def _raise_alarm(self, text: str, seq: int) -> WitnessState:
         """Raise the alarm, and keep it for the next start; one that cannot be kept is raised

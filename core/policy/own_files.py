@@ -7,6 +7,12 @@ Rules:
    kept in it, ``pins``), the folders ``core.paths`` names (``SIGNOFF_HOME``), and the
    platform's own data, configuration and runtime folders for Signoff whatever the home in use
    (``core.paths.platform_dirs``); each is resolved, symbolic links followed, when asked.
+   What Signoff's trust rests on counts too (``trusted``): the ``keyring`` package's
+   configuration folder (where it says and ``~/.config/python_keyring`` whatever XDG says),
+   Signoff's cache folder (the keyring lock, core/keyring_calls.py), Signoff's installation
+   (its packages' folders, and the virtual environment running it), and, as single files,
+   the hosts' configuration files holding an entry that launches ``signoff proxy``. A file
+   counts as itself only: its folder (``~/.claude.json``'s is the whole home) does not.
 2. Every string in the arguments, at any depth (an object's keys too), is read as a path: the
    whole string, and each word of it (split at white space, quotes and ``; | & < > ( )``, and
    after the first ``=``, as in ``--db=PATH``). A ``file:`` URL is read as its path,
@@ -46,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core import canonical, paths, present
+from core import canonical, hosts, paths, present
 from core.policy import meaning
 from core.policy.policy import (
     OWN_FILES_KIND,
@@ -77,6 +83,7 @@ class OwnFiles:
 
     folders: tuple[Path, ...]
     cwd: Path | None = None
+    files: tuple[Path, ...] = ()  # single files: each itself, never its folder (rule 1)
 
     @classmethod
     def of(
@@ -92,8 +99,8 @@ class OwnFiles:
         database = database if database is not None else paths.database_path()
         config = config if config is not None else paths.config_path()
         found = [database.parent, config.parent, config.parent / "pins", paths.data_dir(),
-                 paths.config_dir(), *paths.platform_dirs(), *more]  # fmt: skip
-        return cls(tuple(dict.fromkeys(found)), cwd)
+                 paths.config_dir(), *paths.platform_dirs(), *trusted_folders(), *more]  # fmt: skip
+        return cls(tuple(dict.fromkeys(found)), cwd, tuple(hosts.wired_files()))
 
     def touched(self, arguments: Any, *, mutating: bool = False) -> tuple[str, ...]:
         """The paths named in ``arguments`` that resolve into Signoff's folders (or, for a
@@ -103,6 +110,8 @@ class OwnFiles:
         touching them (``TOO_MANY``), so that no request can buy its way past the check."""
         real = {_key(_real(str(f))).rstrip(os.sep) for f in self.folders}
         roots = tuple(r for r in real if r and not _DRIVE.fullmatch(r + "/"))  # never a root
+        files = {_key(_real(str(f))) for f in self.files}
+        above_files = tuple(files)
         cwd = _real(str(self.cwd)) if self.cwd is not None else None
         found: set[str] = set()
         seen: set[str] = set()
@@ -119,9 +128,29 @@ class OwnFiles:
                 # ("home" in a sentence, the "/" of "<img/>") is far more often no path at all.
                 above = path in wholes and _names_a_folder(path)
                 for where in _resolved(path, cwd):
-                    if _inside(_key(where), roots) or (above and _holds(_key(where), roots)):
+                    key = _key(where)
+                    if (
+                        _inside(key, roots)
+                        or key in files
+                        or (above and (_holds(key, roots) or _holds(key, above_files)))
+                    ):
                         found.add(where)
         return tuple(sorted(found))
+
+
+def trusted_folders() -> list[Path]:
+    """The folders Signoff's trust rests on beyond its own data and configuration (rule 1)."""
+    import pwd
+
+    from keyring.util import platform_
+
+    home = Path(pwd.getpwuid(os.geteuid()).pw_dir)  # as core/keyring_calls.py names the cache
+    package = Path(canonical.__file__).parent  # core: its sibling app is the same installation
+    found = [Path(platform_.config_root()), home / ".config" / "python_keyring",
+             home / ".cache" / "signoff", package, package.parent / "app"]  # fmt: skip
+    if sys.prefix != sys.base_prefix:  # a virtual environment: Signoff's own installation
+        found.append(Path(sys.prefix))
+    return found
 
 
 def apply(

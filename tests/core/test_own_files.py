@@ -3,6 +3,7 @@ the rule that makes such a request wait for the operator whatever the policy all
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,45 @@ def test_a_path_with_percent_escapes_is_read_decoded_too(folders: OwnFiles, tmp_
         assert str(config / "config.toml") in folders.touched({"path": text}), text
     outside = f"{tmp_path}/user/.config/%2e%2e/%2e%2e/elsewhere"
     assert folders.touched({"path": outside}) == ()
+
+
+@pytest.mark.guarantee("G-FILES-2")
+def test_what_trust_rests_on_is_signoffs_own_and_a_wired_host_file_counts_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyring package's configuration (a planted keyringrc.cfg chose the keyring), the
+    keyring lock in Signoff's cache (a folder there stopped every decision), Signoff's
+    installation, and a host file wired to ``signoff proxy`` (rewritten, the host starts
+    something else) are Signoff's own; the wired file counts as itself, not its folder (the
+    home): a file beside it is not. An allow rule does not let such a request through."""
+    import json
+    import pwd
+    import sys
+
+    import core
+
+    home = tmp_path / "user"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    wired = {"mcpServers": {"files": {"command": "signoff", "args": ["proxy", "files"]}}}
+    (home / ".claude.json").write_text(json.dumps(wired))
+    own = OwnFiles.of(tmp_path / "db/signoff.db", tmp_path / "cfg/config.toml", cwd=home)
+    real_home = Path(pwd.getpwuid(os.geteuid()).pw_dir)
+    named = {
+        "~/.config/python_keyring/keyringrc.cfg": home / ".config/python_keyring/keyringrc.cfg",
+        f"{real_home}/.config/python_keyring/keyringrc.cfg":
+            real_home / ".config/python_keyring/keyringrc.cfg",
+        f"{real_home}/.cache/signoff/secret-service.lock":
+            real_home / ".cache/signoff/secret-service.lock",
+        "~/.claude.json": home / ".claude.json",
+        str(Path(core.__file__).parent / "gate.py"): Path(core.__file__).parent / "gate.py",
+    }  # fmt: skip
+    if sys.prefix != sys.base_prefix:
+        named[f"{sys.prefix}/bin/activate"] = Path(sys.prefix) / "bin/activate"
+    for text, where in named.items():
+        assert own.touched({"path": text}) == (os.path.realpath(where),), text
+    assert own.touched({"path": "~/notes.txt"}) == ()  # beside the wired file: not Signoff's
+    allowed = PolicyDecision(Outcome.ALLOW, "an allow rule")
+    decided = apply(own, allowed, {"path": "~/.claude.json"}, mutating=True)
+    assert decided.outcome is Outcome.APPROVE and decided.kind == OWN_FILES_KIND

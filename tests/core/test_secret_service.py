@@ -237,15 +237,21 @@ def test_the_os_keyring_is_found_without_loading_every_backend_installed(tmp_pat
 
 
 def test_a_backend_the_keyrings_configuration_names_is_the_one_used(tmp_path: Path) -> None:
-    """``PYTHON_KEYRING_BACKEND``, else the package's configuration file, chooses: a person who
-    set up their keyring that way (a machine without a Secret Service) keeps it."""
+    """``PYTHON_KEYRING_BACKEND`` chooses; the package's configuration file chooses only where
+    no OS keyring answers (decision 0066): a person who set up their keyring that way (a
+    machine without a Secret Service) keeps it, and a planted file never wins over the OS
+    keyring."""
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
     (tmp_path / "python_keyring").mkdir()
     (tmp_path / "python_keyring" / "keyringrc.cfg").write_text(
         "[backend]\ndefault-keyring = keyrings.alt.file.PlaintextKeyring\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path)}
     env.pop("PYTHON_KEYRING_BACKEND", None)
-    assert _chosen(env)[0] == "keyrings.alt.file.PlaintextKeyring"
+    assert _chosen(env)[0] == "core.secret_service.Keyring"
+    no_bus = {**env, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path / 'no-bus'}"}
+    assert _chosen(no_bus)[0] == "keyrings.alt.file.PlaintextKeyring"
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
     assert _chosen(env)[0] == "keyring.backends.fail.Keyring"
 

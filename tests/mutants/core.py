@@ -475,8 +475,8 @@ CORE: tuple[Mutation, ...] = (
         "a chained file keyring answers for the operator key",
         "G-KEY-1",
         "core/keyring_calls.py",
-        "        return _own_os_keyring() or NoKeyring()  # type: ignore[no-untyped-call]\n",
-        "        return keyring.get_keyring()\n",
+        "    own = _own_os_keyring()\n",
+        "    own = keyring.get_keyring()\n",
         "a key planted in keyrings.alt's plaintext file beside the Secret Service signs",
         "tests/core/test_secret_service.py::test_a_key_planted_in_a_file_keyring_is_never_read",
     ),
@@ -484,8 +484,8 @@ CORE: tuple[Mutation, ...] = (
         "a file keyring installed alone is chosen",
         "G-KEY-1",
         "core/keyring_calls.py",
-        "        return _own_os_keyring() or NoKeyring()  # type: ignore[no-untyped-call]\n",
-        "        return _own_os_keyring() or keyring.get_keyring()\n",
+        "none is named: no keyring (decision 0063)\n        return NoKeyring()",
+        "none is named: no keyring (decision 0063)\n        return keyring.get_keyring()",
         "with no OS keyring, a key planted in keyrings.alt's plaintext file signs",
         "tests/core/test_secret_service.py::"
         "test_with_no_os_keyring_a_file_keyring_installed_alone_is_never_read",
@@ -597,5 +597,46 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_authenticated_grants.py::"
         "test_a_keyed_database_is_not_downgraded_with_its_keyring_out_of_reach"
         "[secret-service-no keyring at all]",
+    ),
+    # --- G-KEY-3: the platform's keyring, recorded; the lock refused by name -----------------
+    Mutation(
+        "a keyring configuration file wins over the answering OS keyring",
+        "G-KEY-3",
+        "core/keyring_calls.py",
+        "    if own is not None:  # the configuration file is not even read (decision 0066)\n",
+        "    if own is not None and configured() is None:\n",
+        "a planted keyringrc.cfg chooses the backend while the Secret Service answers",
+        "tests/core/test_planted_keyring.py::"
+        "test_a_planted_keyring_configuration_is_not_used_and_its_module_never_imported",
+    ),
+    Mutation(
+        "the keyring configuration's keyring-path is loaded",
+        "G-KEY-3",
+        "core/keyring_calls.py",
+        "    named = configured()\n",
+        "    keyring.core.load_config()\n    named = configured()\n",
+        "a module path planted in keyringrc.cfg is imported into every Signoff process",
+        "tests/core/test_planted_keyring.py::"
+        "test_with_no_os_keyring_the_configuration_names_a_backend_but_never_a_module_path",
+    ),
+    Mutation(
+        "a grant runs under a keyring other than the recorded one",
+        "G-KEY-3",
+        "core/operator_key.py",
+        '            raise KeyringChanged(f"{where}: {changed}. Nothing runs.")\n',
+        "            pass\n",
+        "a process reaching the key through another keyring runs what it finds signed there",
+        "tests/core/test_planted_keyring.py::"
+        "test_a_keyring_other_than_the_recorded_one_runs_nothing_until_the_operator_accepts_it",
+    ),
+    Mutation(
+        "a folder at the keyring lock is no named refusal",
+        "G-KEY-3",
+        "core/keyring_calls.py",
+        "    except LockRefused as e:\n",
+        "    except KeyError as e:\n",
+        "a folder planted at the lock stops every decision with no word of why",
+        "tests/core/test_planted_keyring.py::"
+        "test_a_folder_at_the_keyring_lock_path_is_named_not_waited_on",
     ),
 )

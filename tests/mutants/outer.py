@@ -225,6 +225,26 @@ OUTER: tuple[Mutation, ...] = (
         "test_a_folder_above_signoffs_named_relatively_counts_for_a_mutating_call",
     ),
     Mutation(
+        "what Signoff's trust rests on is not its own files",
+        "G-FILES-2",
+        "core/policy/own_files.py",
+        "*paths.platform_dirs(), *trusted_folders(), *more]",
+        "*paths.platform_dirs(), *more]",
+        "an agent rewrites keyringrc.cfg, the keyring lock or Signoff's installation unasked",
+        "tests/core/test_own_files.py::"
+        "test_what_trust_rests_on_is_signoffs_own_and_a_wired_host_file_counts_alone",
+    ),
+    Mutation(
+        "a wired host file is not Signoff's own",
+        "G-FILES-2",
+        "core/policy/own_files.py",
+        "                        or key in files\n",
+        "                        or False\n",
+        "an agent rewrites the host's entry for signoff proxy unasked",
+        "tests/core/test_own_files.py::"
+        "test_what_trust_rests_on_is_signoffs_own_and_a_wired_host_file_counts_alone",
+    ),
+    Mutation(
         "a folder above Signoff's named relatively is not its own files",
         "G-FILES-2",
         "core/policy/own_files.py",
