@@ -7,6 +7,10 @@ A prompt follows its request: when the store says a request is no longer pending
 the terminal, from the notification, from another window, or ended), its notification is taken
 off the screen and its open dialog says who decided and can decide nothing more; a button
 pressed on a prompt whose request is gone says so.
+
+The app leaves its session bus's address for proxies started without it, and a proxy that
+cannot reach the OS keyring all the same is an alarm naming it and its host, for as long as it
+runs (core/session_bus.py, core/proxy/keyring_reach.py, decision 0069).
 """
 
 from __future__ import annotations
@@ -38,15 +42,15 @@ from app.review_notice import REVIEW_WHY, ReviewNotice
 from app.settings import SettingsWindow
 from app.watcher import Watcher
 from app.words import class_words
-from core import grants, operator_key, paths
+from core import grants, operator_key, paths, session_bus
 from core.anchor import Anchor
 from core.approvals import approve, reject
 from core.demo import first_start
-from core.errors import SignoffError
+from core.errors import SessionBusRefused, SignoffError
 from core.heads import HeadStore
 from core.operator_key import OperatorKey
 from core.proxy import config as configuration
-from core.proxy import config_record
+from core.proxy import config_record, keyring_reach
 from core.records import read_approval
 from core.store import Store
 from core.sweep import sweep
@@ -55,6 +59,7 @@ from core.witness import WitnessState
 log = logging.getLogger("signoff.app")
 RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "icons"
 SWEEP_MS = 15_000
+PROXIES_MS = 2_000  # a proxy's keyring note is seen within this, woken or not (decision 0069)
 INFO = QSystemTrayIcon.MessageIcon.Information
 UNAUTHENTICATED = (
     "Decisions unauthenticated (your choice): whoever can write Signoff's files can approve"
@@ -149,10 +154,18 @@ class TrayApp(QObject):
         self._sweeper = QTimer(self)
         self._sweeper.setInterval(SWEEP_MS)
         self._sweeper.timeout.connect(self.sweep)
+        # The proxies' keyring notes, read again even when no wake reaches the app (no Unix
+        # sockets, a run folder's path too long to bind): a listing of one small folder.
+        self._proxies = QTimer(self)
+        self._proxies.setInterval(PROXIES_MS)
+        self._proxies.timeout.connect(self._proxies_tick)
         self._anchor_wait = self._anchor_countdown = 1  # sweeps between keyring retries
         self._alarmed = ""
         self._confirming: QMessageBox | None = None  # the question before accepting a database
         self.config_outside = ""  # why config.toml is not the recorded one, "" when it is
+        self.data_dir = data_dir
+        # Running proxies that cannot reach the OS keyring (core/proxy/keyring_reach.py).
+        self.unreachable: tuple[keyring_reach.Unreachable, ...] = ()
         self.config_dialog: ConfigOutsideDialog | None = None
         self.said: list[tuple[str, str]] = []  # (title, text) of the tray's messages, in order
         self.tray.activated.connect(self._activated)
@@ -163,6 +176,7 @@ class TrayApp(QObject):
         self.notifier.demo.connect(self.try_demo)
 
     def start(self) -> None:
+        self.leave_session_bus()
         self._app_session(grants.start_app_session)  # a crashed app's are over (decision 0050)
         self.witness.check_all()
         self.witness.fetch_key()
@@ -174,6 +188,14 @@ class TrayApp(QObject):
         self.sweep()
         self.refresh()
         self._sweeper.start()
+        self._proxies.start()
+
+    def leave_session_bus(self) -> None:
+        """This session's bus address, left for the proxies a host starts without it."""
+        try:
+            session_bus.leave()
+        except (SessionBusRefused, OSError, SignoffError) as e:
+            log.warning("the session bus address is not left for the proxies: %s", e)
 
     def stop(self) -> None:
         if self._app_session(grants.end_app_session):  # "until Signoff quits": now
@@ -183,6 +205,7 @@ class TrayApp(QObject):
             if problem:
                 log.error("the grants' end is recorded but not kept in the keyring: %s", problem)
         self._sweeper.stop()
+        self._proxies.stop()
         self.demo.stop()
         self.watcher.close()
         if self.config_dialog is not None:
@@ -211,6 +234,7 @@ class TrayApp(QObject):
             self.notifier.notify(p)
         self._follow_decisions()
         self.check_config()
+        self.check_proxies()
         for item in self.review.read():  # newly waiting: said once, then in the menu
             self.say("Signoff: tools to review", f"{item.words()}. {REVIEW_WHY}")
         if self.history is not None and self.history.isVisible():
@@ -266,7 +290,28 @@ class TrayApp(QObject):
         except SignoffError as e:
             log.warning("sweeper: %s", e)
         self.check_config()
+        self._proxies_tick()
         self._retry_anchor()
+
+    def _proxies_tick(self) -> None:
+        if self.check_proxies():
+            self._rebuild()
+
+    def check_proxies(self) -> bool:
+        """Which running proxies cannot reach the OS keyring; each new one said once, as an
+        alarm. True when that changed."""
+        now = keyring_reach.read(self.data_dir)
+        if now == self.unreachable:
+            return False
+        seen = {n.pid for n in self.unreachable}
+        self.unreachable = now
+        for note in now:
+            if note.pid not in seen:
+                log.error("%s", note.words())
+                self.say("Signoff: a proxy cannot reach the OS keyring",
+                         f"{note.words()}: its calls are refused.",
+                         QSystemTrayIcon.MessageIcon.Critical)  # fmt: skip
+        return True
 
     def check_config(self) -> None:
         """Whether config.toml is the configuration Signoff recorded; said once when not. From
@@ -454,14 +499,16 @@ class TrayApp(QObject):
 
     def _rebuild(self) -> None:
         model = self.model
-        state = model.state
+        state = "alarm" if self.unreachable else model.state
         self.icon_look = highest((p.side_effect, p.kind) for p in model.pending)
         self.tray.setIcon(icon(state, len(model.pending), self.icon_look))
         witness = model.witness
         anchor = "anchored in the keyring" if witness.anchored else "not anchored"
         most = f" (the most: {self.icon_look.words.lower()})" if self.icon_look else ""
         tip = {"idle": "nothing waits", "pending": f"{len(model.pending)} waiting{most}",
-               "alarm": "the record does not verify"}[state]  # fmt: skip
+               "alarm": "the record does not verify"}[model.state]  # fmt: skip
+        if self.unreachable:
+            tip = f"{tip}; {self.unreachable[0].words()}"
         keyring = (
             "; decisions UNAUTHENTICATED"
             if model.unauthenticated
@@ -479,7 +526,7 @@ class TrayApp(QObject):
         says = (state, tuple((p.id, p.title, p.side_effect, p.fingerprint) for p in model.pending),
                 witness, self.key_problem, model.unauthenticated, model.paused,
                 self.dbus_menu, self.config_outside, self.review.waiting, self.demo.running,
-                self.demo.has_record())  # fmt: skip
+                self.demo.has_record(), self.unreachable)  # fmt: skip
         if says == self._menu_says:
             return
         if self.menu.isVisible():
@@ -507,6 +554,10 @@ class TrayApp(QObject):
             if UNCONFIRMED in witness.alarm:
                 accept = menu.addAction(ACCEPT_DATABASE)
                 accept.triggered.connect(self.confirm_database)
+            menu.addSeparator()
+        for note in self.unreachable:
+            menu.addAction(self._label(f"Alarm: {note.words()}")).setEnabled(False)
+        if self.unreachable:
             menu.addSeparator()
         if self.config_outside:
             outside_action = menu.addAction(self._label(f"{config_outside.TITLE}: review…"))

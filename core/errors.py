@@ -334,6 +334,24 @@ class KeyringChanged(OperatorKeyUnavailable):
     operator confirms the change (``signoff decisions keyring accept``, decision 0066)."""
 
 
+class KeyringUnreachable(OperatorKeyUnavailable):
+    """No OS keyring can be reached ("cannot reach the OS keyring: no session bus", "...: the
+    Secret Service does not answer", "...: the keyring is locked"): never "it holds no key".
+    Nothing runs; the tray shows which proxy, started by which host (decision 0069)."""
+
+
+class NoKeyringAnswers(KeyringUnreachable):
+    """No OS keyring answered at all (no session bus, no Secret Service on it): the only
+    unreachable keyring that unauthenticated mode, the operator's choice, takes for a machine
+    with no keyring (core/operator_key.py rule 4). A locked keyring never is."""
+
+
+class SessionBusRefused(SignoffError):
+    """The session bus address the app left is not used: the file is not the user's own private
+    file, or the address is not a socket of the user's that no other user can replace
+    (core/session_bus.py rule 3)."""
+
+
 class DatabaseRestored(GateError):
     """The database no longer holds the head anchored before an approved side effect: it was
     restored from an older copy, or rewritten. Nothing runs until the operator looks."""

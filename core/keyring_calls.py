@@ -24,6 +24,7 @@ being called one at a time: a call takes milliseconds.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -31,8 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core import private_files
-from core.errors import KeyringLockRefused, LockRefused
+from core import private_files, session_bus
+from core.errors import KeyringLockRefused, LockRefused, SessionBusRefused
 from core.filelock import locked
 
 T = TypeVar("T")
@@ -150,13 +151,52 @@ def find_session_bus() -> None:
     An MCP host starts ``signoff proxy`` with a few variables of its own (the mcp SDK passes
     only HOME, LOGNAME, PATH, SHELL, TERM and USER), and the Secret Service is reached through
     the session bus: without this the proxy could not read the operator key, and no approval
-    could run. Linux only; elsewhere the keyring needs no bus."""
+    could run. Where no bus is there either (a session started by dbus-launch or
+    dbus-run-session), the address the tray app left in its run folder, when it is the user's
+    own and names a socket no other user can replace (core/session_bus.py, decision 0069).
+    Linux only; elsewhere the keyring needs no bus."""
     if not sys.platform.startswith("linux") or os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
         return
     runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
     socket = Path(runtime) / "bus"
     if socket.is_socket():
         os.environ["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={socket}"
+        return
+    try:
+        address = session_bus.left()
+    except SessionBusRefused as e:
+        refused = str(e)
+        if refused != _refused[0]:  # said once, not at every keyring call
+            logging.getLogger("signoff.keyring").warning("%s", e)
+        _refused[0] = refused
+        return
+    if address is not None:
+        os.environ["DBUS_SESSION_BUS_ADDRESS"] = address
+
+
+_refused = [""]  # the last refusal of a left bus address said in the log
+
+
+def unreachable(backend: Any) -> str:
+    """Why no OS keyring can be reached, when ``backend`` (chosen by ``backend()``, nothing
+    given) is the package's no-keyring backend because none answered: "no session bus", "the
+    Secret Service does not answer"; "" when a keyring answers, or when the operator named no
+    keyring (``PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring``)."""
+    if type(backend).__module__ != "keyring.backends.fail":
+        return ""
+    if os.environ.get("PYTHON_KEYRING_BACKEND", "").startswith("keyring.backends.fail"):
+        return ""
+    if not sys.platform.startswith("linux"):
+        return "no OS keyring answers"
+    if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
+        return "no session bus"
+    return "the Secret Service does not answer"
+
+
+def is_locked(e: BaseException) -> bool:
+    """Whether a keyring call failed because the keyring is locked (or held by its unlock
+    prompt past the deadline)."""
+    return isinstance(e, KeyringTimeout) or type(e).__name__ in ("LockedException", "KeyringLocked")
 
 
 # The ``keyring`` package's own backends for each platform's OS keyring: where one answers, it

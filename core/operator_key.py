@@ -32,6 +32,12 @@ Rules:
    process whose keyring is not the recorded one signs no decision and executes no grant
    (``KeyringChanged``: the request waits), and the tray's witness raises it as an alarm
    (decision 0066). A key store that is not a keyring (``MemoryKeyStore``) records nothing.
+7. A keyring that cannot be reached is never reported as holding no key: where no OS keyring
+   answered (no session bus, no Secret Service on it) the read raises ``NoKeyringAnswers``, a
+   locked one ``KeyringUnreachable``, each naming the cause ("cannot reach the OS keyring: no
+   session bus"). Only rule 4 takes ``NoKeyringAnswers`` for "no key" (``key_or_none``): a
+   machine with no keyring at all, in the mode the operator chose for it. A backend the
+   operator named, the package's no-keyring one included, answers "no key" as before.
 """
 
 from __future__ import annotations
@@ -53,8 +59,9 @@ from core.errors import (
     GrantUsed,
     JSONRefused,
     KeyringChanged,
-    KeyringLockRefused,
+    KeyringUnreachable,
     LockTimeout,
+    NoKeyringAnswers,
     OperatorKeyUnavailable,
 )
 from core.filelock import locked
@@ -120,16 +127,23 @@ class KeyringKeyStore:
         return keyring_calls.name(self._keyring())
 
     def load(self, database_id: str) -> bytes | None:
-        """The key, or None when none is kept, or when this machine has no keyring at all
-        (keyring's own ``fail`` backend: nothing can be kept, so nothing is)."""
+        """The key, or None when none is kept, or when the operator named no keyring at all
+        (keyring's own ``fail`` backend: nothing can be kept, so nothing is); a keyring that
+        cannot be reached raises, naming why (rule 7)."""
         try:
             backend = self._keyring()
+            self._reached(backend)
             if _no_keyring(backend):
                 return None
             text = keyring_calls.call(lambda: backend.get_password(SERVICE, _user(database_id)))
-        except KeyringLockRefused:
-            raise  # says what stands at the lock's path, and what to do
+        except OperatorKeyUnavailable:
+            raise
         except Exception as e:  # any backend failure: the key cannot be read
+            if keyring_calls.is_locked(e):
+                raise KeyringUnreachable(
+                    "cannot reach the OS keyring: the keyring is locked"
+                    f" ({keyring_calls.describe(e)})"
+                ) from None
             raise OperatorKeyUnavailable(
                 f"the operator key cannot be read from the OS keyring: {keyring_calls.describe(e)}"
             ) from None
@@ -146,15 +160,22 @@ class KeyringKeyStore:
     def save(self, database_id: str, key: bytes) -> None:
         text = base64.b64encode(key).decode()
         try:
-            keyring_calls.call(
-                lambda: self._keyring().set_password(SERVICE, _user(database_id), text)
-            )
-        except KeyringLockRefused:
+            backend = self._keyring()
+            self._reached(backend)
+            keyring_calls.call(lambda: backend.set_password(SERVICE, _user(database_id), text))
+        except OperatorKeyUnavailable:
             raise
         except Exception as e:
             raise OperatorKeyUnavailable(
                 f"the operator key cannot be written to the OS keyring: {keyring_calls.describe(e)}"
             ) from None
+
+    def _reached(self, backend: object) -> None:
+        """``NoKeyringAnswers`` when no OS keyring answered the choice of a backend (rule 7): a
+        backend given, or named by the operator, is theirs and is not judged here."""
+        why = "" if self._backend is not None else keyring_calls.unreachable(backend)
+        if why:
+            raise NoKeyringAnswers(f"cannot reach the OS keyring: {why}")
 
 
 def _no_keyring(backend: object) -> bool:
@@ -272,6 +293,15 @@ class OperatorKey:
                 self._cache[database_id] = key
         return key
 
+    def key_or_none(self, database_id: str) -> bytes | None:
+        """``key``, with no OS keyring answering at all taken for "no key": for rule 4 alone (a
+        machine with no keyring, in the mode the operator chose), never to report a key
+        missing."""
+        try:
+            return self.key(database_id)
+        except NoKeyringAnswers:
+            return None
+
     def key_for_deciding(self, store: Store) -> bytes:
         """This database's key, made now (once, under a lock) when none exists yet."""
         key = self.key(store.database_id)
@@ -353,8 +383,9 @@ class OperatorKey:
         sent = payload.get("mac")
         if sent is None:
             # A keyring that fails (locked, not answering) is never taken for "no keyring":
-            # the call waits. Only one that answers "no key here" leaves the operator's mode.
-            key = self.key(database_id)
+            # the call waits. Only one that answers "no key here", or a machine where no
+            # keyring answers at all (rule 7), leaves the operator's mode.
+            key = self.key_or_none(database_id)
             keyed = keyed_at(conn)
             if key is None and keyed is None and unauthenticated_mode(conn):
                 return at

@@ -44,13 +44,15 @@ async def proxy_session(
     errlog: Path | None = None,
     client: tuple[str, str] | None = None,
     own_launcher: bool = False,
+    drop: tuple[str, ...] = (),
 ) -> AsyncIterator[ClientSession]:
     """``signoff proxy NAMES [--hold HOLD]`` for ``home``, initialized. ``env``: more variables
     (the proxy's servers get only those named in the configuration); ``notifications``: where
     the server's notifications are kept; ``errlog``: where the proxy's stderr goes; ``client``:
     the clientInfo (name, version) the host sends in ``initialize`` (the SDK's own when None);
     ``own_launcher``: the proxy is started by a process of its own rather than by this one (as
-    another window of the same application would start it: another host to Signoff)."""
+    another window of the same application would start it: another host to Signoff); ``drop``:
+    variables the proxy does not get, whatever ``env`` says (a host that passes none of them)."""
     hold_args = [] if hold is None else ["--hold", str(hold)]
     command = [str(SIGNOFF), "proxy", *names, *hold_args]
     if own_launcher:
@@ -58,8 +60,10 @@ async def proxy_session(
     params = StdioServerParameters(
         command=command[0],
         args=command[1:],
-        env={"SIGNOFF_HOME": str(home), **tree_under_test(), **(env or {})},
-    )
+        env={name: value for name, value in
+             {"SIGNOFF_HOME": str(home), **tree_under_test(), **(env or {})}.items()
+             if name not in drop},
+    )  # fmt: skip
     info = None if client is None else Implementation(name=client[0], version=client[1])
 
     async def keep(message: Any) -> None:

@@ -551,7 +551,8 @@ def proxy(args: argparse.Namespace) -> int:
     import logging
 
     from core import private_files
-    from core.proxy import config_record
+    from core.errors import KeyringUnreachable
+    from core.proxy import config_record, keyring_reach
     from core.proxy.hostsession import serve
 
     log_dir = paths.data_dir() / "logs"
@@ -572,11 +573,16 @@ def proxy(args: argparse.Namespace) -> int:
             problem = f"{e} [{type(e).__name__}]"
             print(f"signoff: no rules in force, every call is refused: {problem}", file=sys.stderr)
             config, names = configuration.Config(), []
+            if isinstance(e, KeyringUnreachable):  # the tray shows it (keyring_reach rule 1)
+                keyring_reach.record(paths.data_dir(), list(args.names), str(e))
         unknown = [n for n in names if n not in config.servers]
         if unknown:
             return _error(f"no server named {', '.join(unknown)} in {paths.config_path()}")
-        asyncio.run(serve(config, names, store, log_dir=log_dir, hold_seconds=args.hold,
-                          config_path=paths.config_path(), rules_problem=problem))  # fmt: skip
+        try:
+            asyncio.run(serve(config, names, store, log_dir=log_dir, hold_seconds=args.hold,
+                              config_path=paths.config_path(), rules_problem=problem))  # fmt: skip
+        finally:
+            keyring_reach.clear(paths.data_dir())
     return EXIT_OK
 
 

@@ -300,7 +300,7 @@ def _problem(
     if sent is None:
         # As for decisions (core/operator_key.py rule 4): unsigned counts only in the mode the
         # operator chose, where the keyring answers it holds no key and nothing was signed.
-        key = keys.key(database_id)
+        key = keys.key_or_none(database_id)
         if key is None and keyed_at(conn) is None and unauthenticated_mode(conn):
             return ""
         return "it carries no MAC"

@@ -540,7 +540,8 @@ CORE: tuple[Mutation, ...] = (
         "G-KEY-2",
         "core/heads.py",
         "        elif there.database_id != database_id:\n            raise unconfirmed(",
-        "        elif there.database_id != database_id:\n            continue\n            raise unconfirmed(",
+        "        elif there.database_id != database_id:\n            continue\n"
+        "            raise unconfirmed(",
         "a fresh database (or another home's) put where one was anchored runs approved calls with"
         " no alarm",
         "tests/core/test_anchor.py::"
@@ -555,8 +556,7 @@ CORE: tuple[Mutation, ...] = (
         "    if True:\n",
         "accepting a database the keyring knows moves its kept head back to the copy's: a"
         " rollback is forgiven by accepting it",
-        "tests/core/test_anchor.py::"
-        "test_accepting_a_database_never_forgives_a_rollback",
+        "tests/core/test_anchor.py::test_accepting_a_database_never_forgives_a_rollback",
     ),
     Mutation(
         "a head another thread kept is taken on trust",

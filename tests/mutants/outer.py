@@ -621,4 +621,55 @@ OUTER: tuple[Mutation, ...] = (
         "tests/proxy/test_completion_subscribe_gated.py::"
         "test_a_subscription_and_a_completion_toward_a_rejected_uri_are_refused_and_never_sent",
     ),
+    # --- a proxy that cannot reach the keyring (decision 0069) -------------------------------
+    Mutation(
+        "a proxy started without the session bus never reads the one the app left",
+        "G-KEY-4",
+        "core/keyring_calls.py",
+        "        address = session_bus.left()\n",
+        "        address = None\n",
+        "a proxy a host started with a stripped environment refuses every call, the key there",
+        "tests/proxy/test_keyring_reach.py::"
+        "test_a_proxy_without_the_session_bus_finds_the_one_the_app_left_and_an_approved_call_runs",
+    ),
+    Mutation(
+        "a left bus address naming another user's socket is used",
+        "G-KEY-4",
+        "core/session_bus.py",
+        "    address = text.strip()\n    socket_of(address)\n",
+        "    address = text.strip()\n",
+        "a file steers the proxy to a bus another user listens on",
+        "tests/proxy/test_keyring_reach.py::"
+        "test_a_session_bus_file_the_app_did_not_leave_is_not_used[another user's socket]",
+    ),
+    Mutation(
+        "a bus file open to others is used",
+        "G-KEY-4",
+        "core/session_bus.py",
+        "        if private_files.CHECKED and stat.S_IMODE(st.st_mode) & 0o077:\n",
+        "        if False:\n",
+        "a session bus file anybody could have written names the proxy's bus",
+        "tests/proxy/test_keyring_reach.py::"
+        "test_a_session_bus_file_the_app_did_not_leave_is_not_used[open to others]",
+    ),
+    Mutation(
+        "a keyring out of reach is reported as holding no key",
+        "G-KEY-4",
+        "core/operator_key.py",
+        '        why = "" if self._backend is not None else keyring_calls.unreachable(backend)\n',
+        '        why = ""\n',
+        "the proxy says the keyring holds no operator key when it could not reach it",
+        "tests/proxy/test_keyring_reach.py::"
+        "test_a_proxy_that_cannot_reach_the_keyring_names_why_and_the_tray_shows_it_and_its_host",
+    ),
+    Mutation(
+        "the tray never reads the proxies that cannot reach the keyring",
+        "G-KEY-4",
+        "app/tray.py",
+        "        now = keyring_reach.read(self.data_dir)\n",
+        "        now: tuple[keyring_reach.Unreachable, ...] = ()\n",
+        "the tray stays green while a proxy refuses every call",
+        "tests/proxy/test_keyring_reach.py::"
+        "test_a_proxy_that_cannot_reach_the_keyring_names_why_and_the_tray_shows_it_and_its_host",
+    ),
 )

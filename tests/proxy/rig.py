@@ -62,12 +62,14 @@ class Rig:
         hold: float = 0.3,
         client: tuple[str, str] | None = None,
         own_launcher: bool = False,
+        drop: tuple[str, ...] = (),
     ) -> AsyncIterator[ClientSession]:
-        """A host's session (``client``, ``own_launcher``: which host, as tests/host.py says)."""
+        """A host's session (``client``, ``own_launcher``: which host, ``drop``: variables it
+        does not pass, as tests/host.py says)."""
         # The whole environment: the servers' passed variables, and PYTHONPATH (the tree).
         async with proxy_session(self.home, *names, hold=hold, env=self.env,
                                  errlog=self.home / "host-stderr.log", client=client,
-                                 own_launcher=own_launcher) as session:  # fmt: skip
+                                 own_launcher=own_launcher, drop=drop) as session:  # fmt: skip
             yield session
 
 
