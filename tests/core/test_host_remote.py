@@ -44,6 +44,7 @@ CURSOR = {
 }  # fmt: skip
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 def test_remote_entries_are_planned_by_url_and_what_cannot_be_taken_is_skipped_with_why(
     tmp_path: Path,
 ) -> None:
@@ -70,6 +71,7 @@ def test_remote_entries_are_planned_by_url_and_what_cannot_be_taken_is_skipped_w
     assert all(SECRET not in item.url + repr(item.headers) for item in items)
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 def test_importing_writes_the_url_and_references_never_the_secret_and_is_then_known(
     tmp_path: Path, home: Path
 ) -> None:
@@ -104,6 +106,7 @@ def test_a_remote_entry_is_not_wired(tmp_path: Path, home: Path) -> None:
         plan_wire(hostfile, ["tickets"], signoff_command(), config=Config())
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 def test_the_command_imports_remote_servers_and_says_which_secret_it_moved(
     tmp_path: Path, home: Path
 ) -> None:

@@ -400,6 +400,7 @@ def test_a_key_in_a_hosts_url_is_moved_to_the_keyring_sent_to_the_server_and_sho
             assert KEY.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 def test_a_url_is_shown_with_its_credentials_hidden_and_its_references_kept() -> None:
     shown = remote_config.shown
     assert shown("https://a.example/mcp?team=blue&api_key=k1&apiKey=k2&X-Amz-Signature=k3") == (
