@@ -20,6 +20,7 @@ from app import autostart
 from core import paths, private_files, wake
 from core.errors import UnsafePermissions
 from core.heads import KeyringHeadStore
+from core.proxy import remote
 from core.store import Store
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(stream=log, level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
+    remote.show_urls_in_logs()  # a remote server's URL may carry a key (remote.py rule 7)
     if not claim_instance():
         print("Signoff is already starting.")
         return 0

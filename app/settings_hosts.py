@@ -53,6 +53,7 @@ from core.hosts import (
     signoff_command,
 )
 from core.proxy import config as configuration
+from core.proxy import remote
 
 COLUMNS = ("Host's server", "Signoff server", "What happens")
 CHECKABLE = (Action.IMPORT, Action.IMPORTED)
@@ -274,7 +275,7 @@ class HostsPage(QWidget):
         for key in keys:
             item = self._item(key)
             env = f"  (passes on {', '.join(item.env)})" if item.env else ""
-            what = item.url or " ".join([item.command, *item.args])  # a remote one: its URL
+            what = remote.shown(item.url) if item.url else " ".join([item.command, *item.args])
             lines.append(f"{item.name}: {what}{env}")
         items = list(self.items)
 

@@ -24,7 +24,7 @@ from app.connection import TIMEOUT_SECONDS, ConnectionTest
 from app.settings import SettingsState
 from app.widgets import message_label, row_table
 from core import paths
-from core.proxy import instructions, manage, status
+from core.proxy import instructions, manage, remote, status
 from core.proxy.config import ServerConfig
 from core.proxy.pins import Listing, evaluate
 
@@ -283,7 +283,11 @@ class ServersPage(QWidget):
                 tools, needs, seen = f"{len(server.tools)} configured", "a test", "never"
             if error:
                 seen = f"failed: {error}"
-            started = shlex.join([server.command, *server.args]) if server.command else server.url
+            started = (
+                shlex.join([server.command, *server.args])
+                if server.command
+                else remote.shown(server.url)
+            )
             cells = (server.name, started, tools, needs, seen)
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)

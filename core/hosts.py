@@ -13,7 +13,8 @@ Rules:
    in one object is refused when reading, since one of the two would be lost.
 2. An entry is imported as the Signoff server of its name (made valid when it is not), with its
    command, its arguments and the *names* of its variables, never their values; a remote one
-   with its URL and headers, never a secret (core/host_remote.py), and not wired. It is skipped,
+   with its URL and headers, never a secret (core/host_remote.py: one written out is moved to
+   the OS keyring before config.toml is written), and not wired. It is skipped,
    with the reason, when it already launches ``signoff proxy``, has no command, or uses the
    host's ``${...}`` variables in its command or arguments (only the host expands them). A
    Signoff server starting the same command and arguments (or at the same URL) means "already
@@ -36,7 +37,7 @@ import os
 import re
 import sys
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -318,6 +319,7 @@ class ImportItem:
     reason: str = ""  # what will happen and why, for the operator
     url: str = ""  # a remote server's, with its headers as config.toml will hold them
     headers: tuple[tuple[str, str], ...] = ()
+    secrets: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # to the keyring
 
     @property
     def key(self) -> str:
@@ -387,7 +389,8 @@ def plan_import(hostfile: HostFile, config: Config) -> list[ImportItem]:
             continue
         reason = _joined(f"import as {name}" + (f" ({why})" if why else ""), notes)
         items.append(ImportItem(entry, Action.IMPORT, name, command, args, env, reason))
-    return [replace(i, command="", url=i.command, headers=remote[i.key].headers)
+    return [replace(i, command="", url=i.command, headers=remote[i.key].headers,
+                    secrets=remote[i.key].secrets)
             if i.key in remote and i.name else i for i in items]  # fmt: skip
 
 
@@ -459,7 +462,9 @@ def _joined(first: str, notes: list[str]) -> str:
 
 
 def _argv(server: ServerConfig) -> str:
-    return server.url or " ".join([server.command, *server.args])
+    from core.proxy import remote
+
+    return remote.shown(server.url) if server.url else " ".join([server.command, *server.args])
 
 
 def selected(
@@ -500,6 +505,7 @@ def apply_import(
     from core.proxy.manage import add_server  # the configuration's editor: only for a write
     from core.proxy.remote_commands import add_remote
 
+    _keep_secrets(todo.values())
     for name, item in todo.items():
         if item.url:
             replace = item.action is Action.CONFLICT
@@ -514,6 +520,25 @@ def apply_import(
             replace=item.action is Action.CONFLICT,
         )
     return list(todo)
+
+
+def _keep_secrets(items: Iterable[ImportItem]) -> None:
+    """The secrets the host wrote out, kept in the OS keyring (core/host_remote.py rule 2)
+    before any configuration names them; ``HostConfigError`` when the keyring refuses one,
+    and nothing is imported."""
+    from core import keyring_calls
+    from core.proxy import remote
+
+    for item in items:
+        for secret, value in item.secrets:
+            try:
+                remote.store_secret(secret, value)
+            except Exception as e:  # the keyring's own failures, in words; the value never
+                said = e if isinstance(e, ConfigError) else keyring_calls.describe(e)
+                raise HostConfigError(
+                    f"{item.key}: the OS keyring did not keep secret {secret} ({said});"
+                    " nothing was imported"
+                ) from None
 
 
 # --- wiring ----------------------------------------------------------------------------------

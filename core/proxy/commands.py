@@ -253,14 +253,14 @@ def servers_add(args: argparse.Namespace) -> int:
 
 
 def servers_list(args: argparse.Namespace) -> int:
-    from core.proxy import status
+    from core.proxy import remote, status
 
     config = configuration.load(paths.config_path())
     rows: list[dict[str, Any]] = []
     for s in config.servers.values():
         last = status.read(paths.data_dir() / "status", s.name)
         rows.append({
-            "name": s.name, "command": [s.command, *s.args] if s.command else [s.url],
+            "name": s.name, "command": [s.command, *s.args] if s.command else [remote.shown(s.url)],
             "env": list(s.env),
             "sampling": s.sampling,  # may ask the host's model (core/proxy/asks.py)
             "tools": {t: (c.side_effect.value if c.side_effect else None)
@@ -552,7 +552,7 @@ def proxy(args: argparse.Namespace) -> int:
 
     from core import private_files
     from core.errors import KeyringUnreachable
-    from core.proxy import config_record, keyring_reach
+    from core.proxy import config_record, keyring_reach, remote
     from core.proxy.hostsession import serve
 
     log_dir = paths.data_dir() / "logs"
@@ -560,6 +560,7 @@ def proxy(args: argparse.Namespace) -> int:
         stream=private_files.open_log(log_dir / "proxy.log"), level=logging.INFO,
         format="%(asctime)s %(process)d %(levelname)s %(message)s",
     )  # fmt: skip
+    remote.show_urls_in_logs()  # a remote server's URL may carry a key (remote.py rule 7)
     with Store.open(paths.database_path()) as store:
         problem, names = "", list(args.names)
         try:  # the rules in force are the recorded ones, whatever the file says now

@@ -18,10 +18,12 @@ Rules:
    (``text/event-stream``), which may also carry the server's own requests and notifications.
    A body or an event is read whole up to ``ceiling`` bytes; a longer one is dropped and the
    request fails as upstream.py rule 3 says. Redirects are not followed.
-3. Failures are named, and no token is ever shown: 401/403 ``UpstreamTokenRefused`` (not
-   run); a server not reached ``UpstreamUnreachable`` (not sent); 404 to a request carrying a
-   session id ``UpstreamSessionExpired`` (not run; the upstream is gone, and servers.py greets
-   the server anew and sends it once more, its listing checked against the pins again); any
+3. Failures are named, and no token is ever shown (a URL only as ``remote.shown`` writes it,
+   an HTTP library's words with the resolved URL and every secret's value hidden): 401/403
+   ``UpstreamTokenRefused`` (not run); a server not reached ``UpstreamUnreachable`` (not
+   sent); 404 to a request carrying a session id ``UpstreamSessionExpired`` (not run; the
+   upstream is gone, and servers.py greets the server anew and sends it once more, its
+   listing checked against the pins again); any
    other answer with no JSON-RPC answer in it, or a stream cut before one came,
    ``UpstreamNotMCP`` (a call's outcome then unknown). The handshake raises these by name.
 4. After the handshake a GET stream is opened for messages the server sends outside any request
@@ -79,6 +81,8 @@ class HttpUpstream(Upstream):
         super().__init__(*args, **kwargs)
         self._client: httpx2.AsyncClient | None = None
         self._headers: dict[str, str] = {}
+        self._url = ""  # the URL with its query's references filled in: sent, never shown
+        self._secrets: list[str] = []  # the values read for the references: never shown
         self._session_id: str | None = None
         self._posts: set[asyncio.Task[None]] = set()
         self._listening: asyncio.Task[None] | None = None
@@ -92,7 +96,10 @@ class HttpUpstream(Upstream):
         """Read the headers' secrets (``RemoteSecretMissing`` names one not there) and make the
         client; nothing is sent before the handshake."""
         # A keyring may take its time (a locked one): the proxy's other work goes on meanwhile.
-        self._headers = await asyncio.to_thread(remote.resolve, self.server)
+        secrets: list[str] = []
+        self._headers = await asyncio.to_thread(remote.resolve, self.server, found=secrets)
+        self._url = await asyncio.to_thread(remote.resolve_url, self.server, found=secrets)
+        self._secrets = secrets
         self._log = private_files.open_log_bytes(self.log_path)
         timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=None)  # a call waits as long as it may
         self._client = httpx2.AsyncClient(timeout=timeout, follow_redirects=False)
@@ -122,7 +129,7 @@ class HttpUpstream(Upstream):
             if self._session_id is not None:
                 with contextlib.suppress(httpx2.HTTPError, TimeoutError):
                     await asyncio.wait_for(
-                        client.delete(self.server.url, headers=self._request_headers()),
+                        client.delete(self._url, headers=self._request_headers()),
                         CLOSE_TIMEOUT,
                     )
             await client.aclose()
@@ -159,32 +166,33 @@ class HttpUpstream(Upstream):
             return
         name = self.server.name
         try:
-            request = client.build_request("POST", self.server.url, content=body,
+            request = client.build_request("POST", self._url, content=body,
                                            headers=self._request_headers())  # fmt: skip
             response = await client.send(request, stream=True)
         except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.UnsupportedProtocol) as e:
             self._failed(request_id, method, UpstreamUnreachable(
-                f"server {name} cannot be reached at {self.server.url}: {_reason(e)}; {method}"
+                f"server {name} cannot be reached at {remote.shown(self.server.url)}:"
+                f" {self._reason(e)}; {method}"
                 " was not sent"
             ))  # fmt: skip
             return
         except httpx2.HTTPError as e:
             self._failed(request_id, method, UpstreamNotMCP(
-                f"server {name}: the connection failed while sending {method}: {_reason(e)}"
+                f"server {name}: the connection failed while sending {method}: {self._reason(e)}"
             ))  # fmt: skip
             return
         try:
             await self._answered(response, request_id, method)
         except httpx2.HTTPError as e:
             self._failed(request_id, method, UpstreamNotMCP(
-                f"server {name}: the answer to {method} was cut off: {_reason(e)}"
+                f"server {name}: the answer to {method} was cut off: {self._reason(e)}"
             ))  # fmt: skip
         except Exception as e:  # a request never hangs on a fault of ours: it fails, named
             if request_id is None:
                 raise
-            self.note(f"an answer could not be read here: {e!r}"[:300].encode())
+            self.note(f"an answer could not be read here: {self._reason(e, repr(e))}".encode())
             self._failed(request_id, method, UpstreamNotMCP(
-                f"server {name}: Signoff could not read the answer to {method}: {_reason(e)}"
+                f"server {name}: Signoff could not read the answer to {method}: {self._reason(e)}"
             ))  # fmt: skip
         finally:
             await response.aclose()
@@ -193,6 +201,12 @@ class HttpUpstream(Upstream):
                 f"server {name} answered {method} (HTTP {response.status_code}) with no"
                 " JSON-RPC answer to it"
             ))  # fmt: skip
+
+    def _reason(self, e: BaseException, words: str = "") -> str:
+        """An HTTP failure in words, never its request (whose headers and URL carry the
+        secrets): what the library says, with the URL and every secret's value hidden."""
+        said = remote.scrubbed(words or str(e) or type(e).__name__, self._url, self._secrets)
+        return said[:200]
 
     def _failed(self, request_id: Any, method: str, error: UpstreamError) -> None:
         """Fail the request still waiting (an answer already in wins); for a message with no
@@ -224,7 +238,7 @@ class HttpUpstream(Upstream):
                 raise self._gone  # type: ignore[misc]
             return
         if 300 <= status < 400:
-            where = response.headers.get("location", "elsewhere")
+            where = remote.shown(response.headers.get("location", "elsewhere"))
             self._failed(request_id, method, UpstreamNotMCP(
                 f"server {name} redirects to {where[:200]}: Signoff does not follow redirects;"
                 " configure the address it points to"
@@ -301,7 +315,7 @@ class HttpUpstream(Upstream):
         headers = {**self._request_headers(), "Accept": "text/event-stream"}
         del headers["Content-Type"]
         try:
-            async with client.stream("GET", self.server.url, headers=headers) as response:
+            async with client.stream("GET", self._url, headers=headers) as response:
                 kind = response.headers.get("content-type", "")
                 if response.status_code != 200 or not kind.startswith("text/event-stream"):
                     self.note(
@@ -310,7 +324,7 @@ class HttpUpstream(Upstream):
                     return
                 await self._events(response, None)
         except httpx2.HTTPError as e:
-            self.note(f"the server's own stream failed: {_reason(e)}".encode()[:300])
+            self.note(f"the server's own stream failed: {self._reason(e)}".encode()[:300])
             return
         self.note(b"the server's own stream ended; messages outside a request no longer arrive")
 
@@ -396,8 +410,3 @@ class EventReader:
             self._searched = ret
             return None
         return ret, ret + 2 if buffer[ret + 1] == 0x0A else ret + 1
-
-
-def _reason(e: BaseException) -> str:
-    """An HTTP failure in words, never its request (whose headers carry the token)."""
-    return (str(e) or type(e).__name__)[:200]

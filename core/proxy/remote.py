@@ -11,7 +11,10 @@ Rules:
 
 1. A server has a ``command`` or a ``url``, never both. A URL is ``https``, or ``http`` to this
    computer only (localhost, 127.0.0.0/8, ::1): a token sent in clear text across a network
-   can be read on the way. It carries no user name or password and no fragment.
+   can be read on the way. It carries no user name or password and no fragment. A query value
+   named like a credential (rule 6) is a reference, as a credential header's value is
+   (``?api_key=${keyring:NAME}`` or ``${VAR}``); a URL holding one written out is refused. A
+   reference stands in a query value only, never in the host or the path.
 2. A header's name is an HTTP token, and not one Signoff sets itself (Accept, Content-Type,
    Mcp-Session-Id, MCP-Protocol-Version, Host, ...). Its value is printable text in which
    ``${NAME}`` stands for the environment variable NAME and ``${keyring:NAME}`` for a secret
@@ -25,16 +28,29 @@ Rules:
    named (the header and the reference), and the server is not contacted. No value is ever
    put in a message, a log or the record.
 5. ``auth`` is reserved for OAuth (not supported): any value is refused, by name.
+6. A query parameter carries credentials when a word of its name (split at ``-``, ``_``, ``.``
+   and a lower-to-upper case change, compared in lower case) is one of ``QUERY_WORDS`` or ends
+   with one of ``CREDENTIAL_WORDS``' ``token``, ``key``, ``secret`` (``api_key``, ``apiKey``,
+   ``X-Amz-Signature``, ``access_token``; not ``keyword`` or ``author``). Its value is read
+   at start like a header's (rule 4) and put in the URL as written, with only what cannot
+   stand in a query value (a space, ``&``, ``#``, non-ASCII) percent-encoded.
+7. ``shown`` is the one way a URL is written anywhere (a message, a log, a status file, a
+   window): every credential-named query value that is not only references, and any user name
+   or password, is hidden. ``scrubbed`` hides a resolved URL and its secrets' values in a text
+   Signoff did not write (an HTTP library's exception); ``ShownInLogs``, on each handler of
+   the proxy's and the app's logs, shows every URL of every line (the HTTP library logs each
+   request's URL itself).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from core.errors import ConfigError, RemoteConfigRefused, RemoteSecretMissing
 
@@ -54,6 +70,14 @@ RESERVED = frozenset({
 })  # fmt: skip
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 CREDENTIAL_WORDS = ("token", "key", "secret", "auth")
+# Rule 6: a query parameter's words that carry credentials (besides the endings above).
+QUERY_WORDS = frozenset({
+    "auth", "authorization", "password", "passwd", "pwd", "pass", "sig", "signature",
+    "credential", "credentials", "jwt", "session", "sessionid", "sid",
+})  # fmt: skip
+_QUERY_ENDINGS = ("token", "key", "secret", "password")
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+HIDDEN = "***"
 MAX_URL = 2048
 MAX_VALUE = 8192
 
@@ -65,30 +89,108 @@ class _Where(Protocol):
 
 
 def check_url(url: str) -> str:
-    """``url`` if it may be a remote server's address (rule 1), else ``RemoteConfigRefused``."""
+    """``url`` if it may be a remote server's address (rule 1), else ``RemoteConfigRefused``;
+    no message quotes a credential it carries (rule 7)."""
+    said = repr(shown(url)[:200])
     if not url or len(url) > MAX_URL or any(c.isspace() or ord(c) < 32 for c in url):
-        raise RemoteConfigRefused(f"{url[:80]!r} is not a URL (no spaces, at most {MAX_URL})")
+        raise RemoteConfigRefused(f"{said[:80]} is not a URL (no spaces, at most {MAX_URL})")
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
         parts.port  # noqa: B018 - a port that is not a number raises here
-    except ValueError as e:
-        raise RemoteConfigRefused(f"{url!r} is not a URL: {e}") from None
+    except ValueError:
+        raise RemoteConfigRefused(f"{said} is not a URL") from None
     if parts.scheme not in ("https", "http") or not host:
-        raise RemoteConfigRefused(f"{url!r}: a remote server's URL is https://HOST/...")
+        raise RemoteConfigRefused(f"{said}: a remote server's URL is https://HOST/...")
     if parts.username is not None or parts.password is not None:
         raise RemoteConfigRefused(
             f"{parts.scheme}://{host}...: a URL may not carry a user name or password; put"
             " credentials in a header that names a variable or keyring secret"
         )
     if parts.fragment:
-        raise RemoteConfigRefused(f"{url!r}: a URL with a #fragment is not a server's address")
+        raise RemoteConfigRefused(f"{said}: a URL with a #fragment is not a server's address")
     if parts.scheme == "http" and not is_loopback(host):
         raise RemoteConfigRefused(
-            f"{url!r}: plain http is allowed to this computer only (localhost, 127.0.0.1,"
+            f"{said}: plain http is allowed to this computer only (localhost, 127.0.0.1,"
             " ::1); use https"
         )
+    if "${" in url.partition("?")[0]:
+        raise RemoteConfigRefused(f"{said}: a ${{...}} reference stands in a query value only")
+    for name, value in query(url):
+        try:
+            found = references(value)
+        except RemoteConfigRefused as e:
+            raise RemoteConfigRefused(f"{said}: query {name[:64]}: {e}") from None
+        if credential_query(name) and not found:
+            raise RemoteConfigRefused(
+                f"{said}: query {name[:64]} carries credentials: write its value as"
+                " ${VARIABLE} or ${keyring:NAME}, never into config.toml"
+            )
     return url
+
+
+def query(url: str) -> list[tuple[str, str]]:
+    """The URL's query parameters as written (not decoded), each ``(name, value)``."""
+    text = url.partition("#")[0].partition("?")[2]
+    return [(pair.partition("=")[0], pair.partition("=")[2]) for pair in text.split("&") if pair]
+
+
+def credential_query(name: str) -> bool:
+    """Whether a query parameter of this name carries credentials (rule 6)."""
+    words = [w.lower() for w in _WORD.findall(name)]
+    return any(w in QUERY_WORDS or w.endswith(_QUERY_ENDINGS) for w in words)
+
+
+def shown(url: str) -> str:
+    """``url`` as it may be written anywhere (rule 7): credential-named query values that are not
+    only references, and any user name or password, hidden. Never raises."""
+    head, hash_, _ = url.partition("#")
+    base, question, text = head.partition("?")
+    scheme, slashes, rest = base.partition("://")
+    if slashes:
+        authority, slash, path = rest.partition("/")
+        if "@" in authority:
+            authority = HIDDEN + "@" + authority.rpartition("@")[2]
+        base = scheme + slashes + authority + slash + path
+    pairs = []
+    for pair in text.split("&"):
+        name, equals, value = pair.partition("=")
+        if equals and credential_query(name) and REFERENCE.sub("", value):
+            value = HIDDEN
+        pairs.append(name + equals + value)
+    return base + question + "&".join(pairs) + (hash_ and hash_ + HIDDEN)
+
+
+_ANY_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+
+
+class ShownInLogs(logging.Filter):
+    """Every URL of a log line as ``shown`` writes it (rule 7)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        hidden = _ANY_URL.sub(lambda m: shown(m.group()), message)
+        if hidden != message:
+            record.msg, record.args = hidden, None
+        return True
+
+
+def show_urls_in_logs() -> None:
+    """``ShownInLogs`` on each handler of the root logger (set up by ``logging.basicConfig``)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, ShownInLogs) for f in handler.filters):
+            handler.addFilter(ShownInLogs())
+
+
+def scrubbed(text: str, url: str, values: Iterable[str]) -> str:
+    """``text`` (an HTTP library's words) with the resolved ``url`` and each secret's value
+    hidden (rule 7)."""
+    text = text.replace(url, shown(url))
+    for value in sorted(values, key=len, reverse=True):
+        if value:
+            text = text.replace(value, HIDDEN)
+            text = text.replace(quote(value, safe=_AS_WRITTEN), HIDDEN)
+    return text
 
 
 def is_loopback(host: str) -> bool:
@@ -124,6 +226,12 @@ def references(value: str) -> list[tuple[str, str]]:
     return found
 
 
+def is_credential_header(name: str) -> bool:
+    """Whether a header of this name carries credentials (rule 3)."""
+    lowered = name.lower()
+    return lowered in CREDENTIAL_HEADERS or any(w in lowered for w in CREDENTIAL_WORDS)
+
+
 def check_header(name: str, value: str) -> None:
     """Rules 2 and 3: ``RemoteConfigRefused`` naming the header, never quoting its value."""
     if not HEADER_NAME.fullmatch(name):
@@ -139,8 +247,7 @@ def check_header(name: str, value: str) -> None:
         found = references(value)
     except RemoteConfigRefused as e:
         raise RemoteConfigRefused(f"header {name}: {e}") from None
-    credential = lowered in CREDENTIAL_HEADERS or any(w in lowered for w in CREDENTIAL_WORDS)
-    if credential and not found:
+    if is_credential_header(name) and not found:
         raise RemoteConfigRefused(
             f"header {name} carries credentials: write them as ${{VARIABLE}} or"
             " ${keyring:NAME}, never into config.toml"
@@ -204,33 +311,75 @@ def resolve(
     server: ServerConfig,
     environ: Mapping[str, str] | None = None,
     secret: Callable[[str], str | None] | None = None,
+    found: list[str] | None = None,
 ) -> dict[str, str]:
-    """The server's headers with each reference replaced by its value, read now."""
+    """The server's headers with each reference replaced by its value, read now; each value
+    read is added to ``found``."""
+    return {
+        name: _filled(server, f"header {name}", value, environ, secret, found)
+        for name, value in server.headers.items()
+    }
+
+
+# A query value's characters kept as written (rule 6): what the host may have written already
+# percent-encoded, or meant literally; the rest cannot stand in a query value.
+_AS_WRITTEN = "%-._~!$'()*+,;=:@/?"  # '&' and '#' are not: they would end the value
+
+
+def resolve_url(
+    server: ServerConfig,
+    environ: Mapping[str, str] | None = None,
+    secret: Callable[[str], str | None] | None = None,
+    found: list[str] | None = None,
+) -> str:
+    """The server's URL with each query value's references replaced by their values, read now
+    (rule 6); each value read is added to ``found``."""
+    base, question, text = server.url.partition("?")
+    if not question:
+        return server.url
+    pairs = []
+    for pair in text.split("&"):
+        name, equals, value = pair.partition("=")
+        filled = _filled(server, f"its URL's query {name}", value, environ, secret, found)
+        if filled != value:
+            filled = quote(filled, safe=_AS_WRITTEN)
+        pairs.append(name + equals + filled)
+    return base + question + "&".join(pairs)
+
+
+def _filled(
+    server: ServerConfig,
+    what: str,
+    value: str,
+    environ: Mapping[str, str] | None,
+    secret: Callable[[str], str | None] | None,
+    found: list[str] | None,
+) -> str:
+    """``value`` with each reference replaced by its value (rule 4)."""
     source = os.environ if environ is None else environ
     read_secret = keyring_secret if secret is None else secret
-    resolved: dict[str, str] = {}
-    for name, value in server.headers.items():
 
-        def value_of(match: re.Match[str], name: str = name) -> str:
-            wanted, variable = match.group("secret"), match.group("variable")
-            if wanted is not None:
-                where = f"the keyring secret {wanted} (signoff secret set {wanted})"
-                found = read_secret(wanted)
-            else:
-                where, found = f"the environment variable {variable}", source.get(variable)
-            if found is None or found == "":
-                raise RemoteSecretMissing(
-                    f"server {server.name}: header {name} needs {where}, which is not set"
-                )
-            if any(ord(c) < 32 or ord(c) == 127 for c in found):
-                raise RemoteSecretMissing(
-                    f"server {server.name}: header {name}: {where} holds a line break or a"
-                    " control character, which no header may carry"
-                )
-            return found
+    def value_of(match: re.Match[str]) -> str:
+        wanted, variable = match.group("secret"), match.group("variable")
+        if wanted is not None:
+            where = f"the keyring secret {wanted} (signoff secret set {wanted})"
+            read = read_secret(wanted)
+        else:
+            where, read = f"the environment variable {variable}", source.get(variable)
+        if read is None or read == "":
+            raise RemoteSecretMissing(
+                f"server {server.name}: {what} needs {where}, which is not set"
+            )
+        if any(ord(c) < 32 or ord(c) == 127 for c in read):
+            raise RemoteSecretMissing(
+                f"server {server.name}: {what}: {where} holds a line break or a control"
+                " character, which no header or URL may carry"
+            )
+        if found is not None:
+            found.append(read)
+        return read
 
-        resolved[name] = REFERENCE.sub(value_of, value)
-    return resolved
+    return REFERENCE.sub(value_of, value)
 
 
 def _user(name: str) -> str:

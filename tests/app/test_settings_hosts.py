@@ -310,7 +310,7 @@ def test_a_remote_entry_is_imported_with_its_url_never_its_token_and_is_not_wire
     home: Path, desktop: Path, qtbot
 ) -> None:
     token = "tk_not-a-real-token"  # noqa: S105  # a fake token, to see it is never copied
-    tickets = {"url": "https://mcp.example.com/mcp",
+    tickets = {"url": f"https://mcp.example.com/mcp?api_key={token}",
                "headers": {"Authorization": f"Bearer {token}"}}  # fmt: skip
     with_remote = {**DESKTOP, "mcpServers": {"tickets": tickets}}
     desktop.write_text(json.dumps(with_remote, indent=2) + "\n")
@@ -318,12 +318,13 @@ def test_a_remote_entry_is_imported_with_its_url_never_its_token_and_is_not_wire
     page = HostsPage(home / "config.toml")
     qtbot.addWidget(page)
     assert page.read()
-    assert "signoff secret set tickets-authorization" in column(page, 2)[0]
+    assert "moved to the OS keyring as secret tickets-authorization" in column(page, 2)[0]
+    assert token not in " ".join(column(page, c)[0] for c in range(page.table.columnCount()))
     assert column(page, 2)[0].endswith("Not wired: edit the host's entry by hand.")
     page.import_selected()
     assert page.dialog is not None
     shown = page.dialog.text.toPlainText()
-    assert "tickets: https://mcp.example.com/mcp" in shown and token not in shown
+    assert "tickets: https://mcp.example.com/mcp?api_key=" in shown and token not in shown
     with qtbot.waitSignal(page.servers_changed, timeout=5000):
         page.dialog.accept_button.click()
     server = load(home / "config.toml").servers["tickets"]

@@ -1,6 +1,7 @@
 """A host's remote (URL) servers imported as Signoff's remote servers (core/host_remote.py):
-their URL and headers, never a secret written into Signoff's configuration; what the operator
-must put in the keyring said by name; SSE and plain-http entries skipped with the reason; not
+their URL and headers, never a secret written into Signoff's configuration: one the host wrote
+out (in a header or in the URL's query) moved to the OS keyring at import, one it only names
+said by name; SSE and plain-http entries skipped with the reason; not
 wired. Real files, the real configuration editor, and the installed command."""
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from core.hosts import (
     signoff_command,
 )
 from core.proxy.config import Config, load
-from tests.conftest import run_signoff
+from core.proxy.remote import keyring_secret
+from tests.conftest import _secret_service_problem, need, run_signoff
 from tests.core.test_hosts import actions, write
 
 SECRET = "tk_not-a-real-token"  # noqa: S105  # a fake token, to see it is never copied
@@ -36,10 +38,13 @@ CURSOR = {
         "legacy": {"type": "sse", "url": "https://old.example.com/sse"},
         "clear": {"url": "http://example.com/mcp"},
         "local": {"url": "http://127.0.0.1:8931/mcp"},
+        "keyed": {"url": f"https://keyed.example.com/mcp?team=blue&apiKey={SECRET}"
+                         "&token=${env:KEYED_TOKEN}&sig=${input:sig}"},
     }
 }  # fmt: skip
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 def test_remote_entries_are_planned_by_url_and_what_cannot_be_taken_is_skipped_with_why(
     tmp_path: Path,
 ) -> None:
@@ -51,31 +56,46 @@ def test_remote_entries_are_planned_by_url_and_what_cannot_be_taken_is_skipped_w
         "legacy": (Action.SKIPPED, ""),
         "clear": (Action.SKIPPED, ""),
         "local": (Action.IMPORT, "local"),
+        "keyed": (Action.IMPORT, "keyed"),
     }
     said = {item.key: item.reason for item in items}
-    assert "signoff secret set tickets-authorization" in said["tickets"]
+    assert "moved to the OS keyring as secret tickets-authorization" in said["tickets"]
+    assert "URL's apiKey is moved to the OS keyring as secret keyed-apikey" in said["keyed"]
+    assert "URL's token reads KEYED_TOKEN from the proxy's environment" in said["keyed"]
+    assert "signoff secret set keyed-sig" in said["keyed"]
     assert "reads DOCS_TOKEN from the proxy's environment" in said["docs"]
     assert "signoff secret set asked-x-api-key" in said["asked"]  # VS Code's ${input:...}
     assert "Streamable HTTP only" in said["legacy"]
     assert "plain http is allowed to this computer only" in said["clear"]
     assert all(SECRET not in reason for reason in said.values())
+    assert all(SECRET not in item.url + repr(item.headers) for item in items)
 
 
+@pytest.mark.guarantee("G-REMOTE-1")
 def test_importing_writes_the_url_and_references_never_the_secret_and_is_then_known(
     tmp_path: Path, home: Path
 ) -> None:
     config_path = home / "config.toml"
     hostfile = read_host(write(tmp_path / "mcp.json", CURSOR), Host.CURSOR)
     items = plan_import(hostfile, Config())
-    assert apply_import(config_path, items, ["tickets", "docs", "local"]) == [
-        "tickets", "docs", "local"
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
+    assert apply_import(config_path, items, ["tickets", "docs", "local", "keyed"]) == [
+        "tickets", "docs", "local", "keyed"
     ]  # fmt: skip
     config = load(config_path)
     tickets, docs = config.servers["tickets"], config.servers["docs"]
     assert (tickets.url, tickets.command) == ("https://mcp.example.com/mcp", "")
     assert dict(tickets.headers) == {"Authorization": "${keyring:tickets-authorization}"}
     assert dict(docs.headers) == {"Authorization": "Bearer ${DOCS_TOKEN}", "X-Team": "blue"}
+    assert config.servers["keyed"].url == (
+        "https://keyed.example.com/mcp?team=blue&apiKey=${keyring:keyed-apikey}"
+        "&token=${KEYED_TOKEN}&sig=${keyring:keyed-sig}"
+    )
     assert SECRET not in config_path.read_text()
+    # Moved, not lost: the keyring holds what the host wrote, as `signoff secret set` keeps it.
+    assert keyring_secret("tickets-authorization") == f"Bearer {SECRET}"
+    assert keyring_secret("keyed-apikey") == SECRET
     again = plan_import(hostfile, config)  # the same URL: already imported
     assert actions(again)["tickets"] == (Action.IMPORTED, "tickets")
 
@@ -86,14 +106,15 @@ def test_a_remote_entry_is_not_wired(tmp_path: Path, home: Path) -> None:
         plan_wire(hostfile, ["tickets"], signoff_command(), config=Config())
 
 
-def test_the_command_imports_remote_servers_and_says_which_header_needs_a_secret(
+@pytest.mark.guarantee("G-REMOTE-1")
+def test_the_command_imports_remote_servers_and_says_which_secret_it_moved(
     tmp_path: Path, home: Path
 ) -> None:
     path = write(tmp_path / "mcp.json", CURSOR)
     done = run_signoff("hosts", "import", "cursor", "--file", str(path), home=home)
     assert done.returncode == 0, done.stderr
     assert "tickets: import:" in done.stdout and "legacy: skipped:" in done.stdout
-    assert "signoff secret set tickets-authorization" in done.stdout
+    assert "moved to the OS keyring as secret tickets-authorization" in done.stdout
     assert SECRET not in done.stdout + done.stderr
     assert {"tickets", "docs", "asked", "local"} <= set(load(home / "config.toml").servers)
     assert SECRET not in (home / "config.toml").read_text()
@@ -110,7 +131,7 @@ def test_a_remote_entry_renamed_for_a_clash_names_its_secret_after_its_own_name(
     items = plan_import(read_host(write(tmp_path / "mcp.json", hostfile), Host.CURSOR),
                         load(config_path))  # fmt: skip
     assert actions(items) == {"tickets x": (Action.IMPORT, "tickets-x-2")}
-    assert "signoff secret set tickets-x-2-authorization" in items[0].reason
+    assert "keyring as secret tickets-x-2-authorization" in items[0].reason
     apply_import(config_path, items, ["tickets x"])
     headers = dict(load(config_path).servers["tickets-x-2"].headers)
     assert headers == {"Authorization": "${keyring:tickets-x-2-authorization}"}

@@ -324,6 +324,49 @@ OUTER: tuple[Mutation, ...] = (
         "test_a_remote_server_is_pinned_over_its_bytes_gated_approved_and_recorded[events]",
     ),
     Mutation(
+        "a key in a remote server's URL may be written into config.toml",
+        "G-REMOTE-1",
+        "core/proxy/remote.py",
+        "        if credential_query(name) and not found:\n",
+        "        if False:\n",
+        "servers add --url https://.../mcp?api_key=KEY keeps the key in config.toml and in the"
+        " recorded configuration",
+        "tests/proxy/test_remote.py::"
+        "test_a_bad_url_or_header_is_refused_by_name_and_the_file_kept[literal-query-key]",
+    ),
+    Mutation(
+        "the unreachable message shows the URL as sent",
+        "G-REMOTE-1",
+        "core/proxy/http_upstream.py",
+        'f"server {name} cannot be reached at {remote.shown(self.server.url)}:"',
+        'f"server {name} cannot be reached at {self._url}:"',
+        "the model, the status file and the log read the key the URL carries when the server"
+        " cannot be reached",
+        "tests/proxy/test_remote.py::"
+        "test_a_key_in_a_hosts_url_is_moved_to_the_keyring_sent_to_the_server_and_shown_nowhere",
+    ),
+    Mutation(
+        "the proxy's log writes each request's URL as sent",
+        "G-REMOTE-1",
+        "core/proxy/commands.py",
+        "    remote.show_urls_in_logs()  # a remote server's URL may carry a key",
+        "    # a remote server's URL may carry a key",
+        "the HTTP library's line for each request puts the URL's key in logs/proxy.log",
+        "tests/proxy/test_remote.py::"
+        "test_a_key_in_a_hosts_url_is_moved_to_the_keyring_sent_to_the_server_and_shown_nowhere",
+    ),
+    Mutation(
+        "hosts import only names a secret the host wrote out",
+        "G-REMOTE-1",
+        "core/host_remote.py",
+        "            moved[secret] = value\n",
+        "            pass\n",
+        "a header or URL key the host wrote out is left for the operator to copy by hand, and"
+        " the imported server cannot start",
+        "tests/core/test_host_remote.py::"
+        "test_importing_writes_the_url_and_references_never_the_secret_and_is_then_known",
+    ),
+    Mutation(
         "the proxy lets an allow rule run a call on signoffs own files",
         "G-FILES-2",
         "core/proxy/rules.py",

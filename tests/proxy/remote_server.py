@@ -3,7 +3,8 @@
 
     python remote_server.py PORT_FILE NOTES_FILE [PORT]
 
-It answers only requests carrying ``Authorization: Bearer $REMOTE_TOKEN`` (401 otherwise).
+It answers only requests carrying ``Authorization: Bearer $REMOTE_TOKEN`` (401 otherwise), or,
+with $REMOTE_API_KEY set, only requests whose URL's query has ``api_key=$REMOTE_API_KEY``.
 Tools: read_note (read-only: the notes; its description is $NOTES_DESCRIPTION when set, to
 reword it after pinning) and write_note(text) (appends a line to the notes). With
 $REMOTE_JSON=1 it answers each request with a JSON body rather than an event stream.
@@ -56,10 +57,29 @@ def bearer_only(app: Any, token: str) -> Any:
     return guarded
 
 
+def key_only(app: Any, key: str) -> Any:
+    expected = f"api_key={key}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and expected not in scope["query_string"].split(b"&"):
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"text/plain")]})  # fmt: skip
+            await send({"type": "http.response.body", "body": b"no"})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def main() -> None:
     port_file, notes = Path(sys.argv[1]), Path(sys.argv[2])
     port = int(sys.argv[3]) if len(sys.argv) > 3 else 0  # again at the same: its sessions gone
-    app = bearer_only(build(notes), os.environ["REMOTE_TOKEN"])
+    key = os.environ.get("REMOTE_API_KEY")
+    app = (
+        key_only(build(notes), key)
+        if key
+        else bearer_only(build(notes), os.environ["REMOTE_TOKEN"])
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tomllib
@@ -18,6 +19,7 @@ import httpx2
 import pytest
 
 from core.errors import ConfigError, RemoteConfigRefused
+from core.proxy import remote as remote_config
 from core.proxy.config import load
 from core.proxy.http_upstream import EventReader
 from core.proxy.manage import edit_server
@@ -290,6 +292,9 @@ def test_a_server_not_listening_and_an_address_that_is_no_mcp_server_are_named(
         ("https://example.com/mcp", "Authorization: Bearer ${1BAD}"),
         ("https://example.com/mcp", "Authorization: Bearer ${keyring:no/slash}"),
         ("https://example.com/mcp", "Authorization: Bearer ${UNCLOSED"),
+        ("https://example.com/mcp?team=blue&api_key=abc123", AUTHORIZATION),  # a key in the URL
+        ("https://example.com/mcp?accessToken=abc123", AUTHORIZATION),
+        ("https://${HOST}/mcp?api_key=${K}", AUTHORIZATION),  # a reference outside the query
     ],
     ids=[
         "http-beyond-loopback",
@@ -302,6 +307,9 @@ def test_a_server_not_listening_and_an_address_that_is_no_mcp_server_are_named(
         "bad-variable",
         "bad-secret-name",
         "unclosed",
+        "literal-query-key",
+        "literal-query-token",
+        "reference-in-host",
     ],
 )
 def test_a_bad_url_or_header_is_refused_by_name_and_the_file_kept(
@@ -341,3 +349,66 @@ def test_event_streams_are_read_as_the_bytes_sent_whatever_the_line_ends() -> No
     assert events == [b'{"a":1}', b'{"b":\n2}', b"{}"]
     [long, after] = EventReader(10).feed(b"data: " + b"x" * 5000 + b"\n\ndata: ok\n\n")
     assert isinstance(long, LongLine) and long.size >= 5000 and after == b"ok"
+
+
+KEY = "SEKRET123"  # a key the host wrote into a URL: what no file or message may hold
+
+
+@pytest.mark.guarantee("G-REMOTE-1")
+def test_a_key_in_a_hosts_url_is_moved_to_the_keyring_sent_to_the_server_and_shown_nowhere(
+    rig: Rig, remote: Remote, tmp_path: Path
+) -> None:
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
+    url = remote.start(REMOTE_API_KEY=KEY)  # it answers only a URL carrying api_key=KEY
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{free.getsockname()[1]}/mcp"  # nothing listens there
+    hostfile = tmp_path / "mcp.json"
+    hostfile.write_text(json.dumps({"mcpServers": {
+        "notes": {"url": f"{url}?api_key={KEY}"},
+        "gone": {"url": f"{dead}?team=blue&API-Key={KEY}"},
+    }}))  # fmt: skip
+    said = [rig.signoff("hosts", "import", "cursor", "--file", str(hostfile))]
+    servers = tomllib.loads((rig.home / "config.toml").read_text())["servers"]
+    assert servers["notes"]["url"] == url + "?api_key=${keyring:notes-api_key}"
+    assert servers["gone"]["url"] == dead + "?team=blue&API-Key=${keyring:gone-api-key}"
+    rig.pin("notes")  # the server answered: it was sent the key, read from the keyring
+    rig.classify("notes", read_note="read_only", write_note="local_mutation")
+    said.append(rig.signoff("pin", "gone", check=False))
+    assert "[UpstreamUnreachable]" in said[-1].stderr, said[-1].stderr
+    got: list[str] = []
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            read = await host.call_tool("read_note", {})
+            assert not read.is_error and text(read) == "first\n"
+        async with rig.client("gone") as host:
+            assert {t.name for t in (await host.list_tools()).tools} == {"signoff_status"}
+            for tool in ("signoff_status", "read_note"):
+                got.append(text(await host.call_tool(tool, {})))
+
+    anyio.run(scenario)
+    assert any("cannot be reached at" in message for message in got), got  # and why
+    for command in (("servers", "list", "--json"), ("export",), ("verify",)):
+        said.append(rig.signoff(*command))
+    for done in said:
+        assert KEY not in done.stdout + done.stderr, done.args
+    assert all(KEY not in message for message in got), got
+    for path in rig.home.rglob("*"):  # config.toml, the store, the logs, the status files
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.guarantee("G-REMOTE-1")
+def test_a_url_is_shown_with_its_credentials_hidden_and_its_references_kept() -> None:
+    shown = remote_config.shown
+    assert shown("https://a.example/mcp?team=blue&api_key=k1&apiKey=k2&X-Amz-Signature=k3") == (
+        "https://a.example/mcp?team=blue&api_key=***&apiKey=***&X-Amz-Signature=***"
+    )
+    assert shown("https://me:pw@a.example/mcp?access_token=k#k") == (
+        "https://***@a.example/mcp?access_token=***#***"
+    )
+    kept = "https://a.example/mcp?key=${keyring:a-key}&token=${T}&keyword=cats&author=me"
+    assert shown(kept) == kept  # references are names, not values; these words are no keys
+    assert shown("not a url?sig=k") == "not a url?sig=***"
