@@ -305,7 +305,7 @@ OUTER: tuple[Mutation, ...] = (
         "a remote server's credential may be written into config.toml",
         "G-REMOTE-1",
         "core/proxy/remote.py",
-        "    if credential and not found:\n",
+        "    if is_credential_header(name) and not found:\n",
         "    if False:\n",
         "a bearer token written out in a header is kept in config.toml and in the recorded"
         " configuration",
