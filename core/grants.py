@@ -243,10 +243,11 @@ def candidates(conn: sqlite3.Connection, call_hash: str, now: str) -> list[Grant
 
 def authentic(
     conn: sqlite3.Connection, database_id: str, key: bytes | None, grant: Grant, call_hash: str,
-    host: str, now: str,
+    host: str, now: str, *, unsigned: bool = False,
 ) -> str | None:  # fmt: skip
     """None when the chain holds ``grant`` as the operator made it, covering ``call_hash`` of
-    ``host`` at ``now`` and not revoked (rule 5); else why not, in a sentence."""
+    ``host`` at ``now`` and not revoked (rule 5); else why not, in a sentence. ``unsigned``:
+    whether an unsigned grant counts here (``OperatorKey.unsigned_counts``)."""
     rows = conn.execute(
         "SELECT seq, kind, payload, at FROM events WHERE run_id = ? AND step_idx = ?"
         " AND kind IN ('grant.made', 'grant.revoked')",
@@ -281,8 +282,7 @@ def authentic(
         return f"grant {grant.id} was given to {grant.host_label or 'another host'}, not this host"
     sent = payload.get("mac")
     if sent is None:
-        keyed = operator_key.keyed_at(conn)
-        if key is None and keyed is None and operator_key.unauthenticated_mode(conn):
+        if key is None and unsigned:
             return None
         return f"grant {grant.id} (event {seq}) carries no MAC"
     if key is None:
@@ -411,13 +411,16 @@ async def live(
         except DatabaseRestored as e:
             return None, [f"{e} [{type(e).__name__}]"]
     try:
-        key = await asyncio.to_thread(operator.key, store.database_id)
+        key = await asyncio.to_thread(operator.key_or_none, store.database_id)
+        keeps = key is not None or await asyncio.to_thread(operator.keeps_keys)
     except OperatorKeyUnavailable as e:
         return None, [str(e)]
     refused: list[str] = []
     with store.snapshot() as conn:
+        unsigned = not keeps and operator_key.unsigned_mode(conn)
         for grant in found:
-            why = authentic(conn, store.database_id, key, grant, call_hash, host, now)
+            why = authentic(conn, store.database_id, key, grant, call_hash, host, now,
+                            unsigned=unsigned)  # fmt: skip
             if why is None:
                 return grant, refused
             refused.append(why)

@@ -19,11 +19,13 @@ Rules:
 4. Unauthenticated mode is the operator's explicit choice, an ``operator.unauthenticated``
    event of no run (``signoff decisions unauthenticated``), undone by ``operator.authenticated``;
    the latest of the two holds. In it a decision carries no MAC and a grant needs none, only
-   where the keyring answers that it holds no key for the database (a machine with no keyring
-   at all answers so) and the chain records no signed decision: the first signed decision
-   appends ``operator.keyed``, and from it on an unsigned decision never runs. A keyring that
-   fails or does not answer is never taken for "no key": the call waits. A keyring that works
-   signs decisions in unauthenticated mode too.
+   on a machine where no keyring can keep a key at all (none answers, or the operator named
+   none) and where the chain records no signed decision: the first signed decision appends
+   ``operator.keyed``, and from it on an unsigned decision never runs. Where a keyring works,
+   every decision is signed (the first one makes the key), so an unsigned one there is a write
+   to the database, not the operator's, even on a database no decision was signed on yet (the
+   mode event itself is unsigned: anybody who can write the database can append it). A
+   keyring that fails or does not answer is never taken for "no key": the call waits.
 5. A key is read from the keyring once per process and database, and kept in memory; each
    keyring call has a deadline (core/keyring_calls.py).
 6. The keyring that holds the key is recorded in the chain: its name in the ``operator.keyed``
@@ -93,6 +95,11 @@ class KeyStore(Protocol):
         """The keyring the keys are kept in, as the chain records it; None for none (rule 6)."""
         ...
 
+    def keeps_keys(self) -> bool:
+        """Whether a key can be kept here at all (rule 4): False only where there is no
+        keyring (none answers, or the operator named none)."""
+        ...
+
 
 def _user(database_id: str) -> str:
     return f"operator-key:{database_id}"
@@ -113,6 +120,9 @@ class MemoryKeyStore:
     def keyring(self) -> str | None:
         return None
 
+    def keeps_keys(self) -> bool:
+        return True
+
 
 class KeyringKeyStore:
     """Keys in the OS keyring through the ``keyring`` package (or a given backend)."""
@@ -125,6 +135,14 @@ class KeyringKeyStore:
 
     def keyring(self) -> str | None:
         return keyring_calls.name(self._keyring())
+
+    def keeps_keys(self) -> bool:
+        try:
+            backend = self._keyring()
+            self._reached(backend)
+        except NoKeyringAnswers:
+            return False
+        return not _no_keyring(backend)
 
     def load(self, database_id: str) -> bytes | None:
         """The key, or None when none is kept, or when the operator named no keyring at all
@@ -219,6 +237,12 @@ def mac(key: bytes, fields: dict[str, JSONValue]) -> str:
     return hmac.new(key, canonical.dumps(fields), hashlib.sha256).hexdigest()
 
 
+def unsigned_mode(conn: sqlite3.Connection) -> bool:
+    """Rule 4's chain half: the operator chose unauthenticated decisions, and nothing was
+    signed since the database began."""
+    return unauthenticated_mode(conn) and keyed_at(conn) is None
+
+
 def unauthenticated_mode(conn: sqlite3.Connection) -> bool:
     """Whether the operator's latest choice, in the chain, is unauthenticated decisions."""
     row = conn.execute(
@@ -292,6 +316,16 @@ class OperatorKey:
             with self._guard:
                 self._cache[database_id] = key
         return key
+
+    def keeps_keys(self) -> bool:
+        """Whether the keyring can keep a key at all (rule 4); raises what it raises."""
+        return self.keys.keeps_keys()
+
+    def unsigned_counts(self, conn: sqlite3.Connection) -> bool:
+        """Whether an unsigned decision, grant or recorded configuration is the operator's
+        (rule 4): only in the mode they chose, on a database nothing was signed on, where no
+        keyring can keep a key at all."""
+        return unsigned_mode(conn) and not self.keeps_keys()
 
     def key_or_none(self, database_id: str) -> bytes | None:
         """``key``, with no OS keyring answering at all taken for "no key": for rule 4 alone (a
@@ -387,11 +421,13 @@ class OperatorKey:
             # keyring answers at all (rule 7), leaves the operator's mode.
             key = self.key_or_none(database_id)
             keyed = keyed_at(conn)
-            if key is None and keyed is None and unauthenticated_mode(conn):
+            if key is None and self.unsigned_counts(conn):
                 return at
             why = (
                 "the keyring holds an operator key for this database"
                 if key is not None
+                else "a keyring can keep an operator key here, so a decision is signed"
+                if keyed is None and unauthenticated_mode(conn)
                 else f"this database has signed decisions since event {keyed}"
                 if keyed is not None
                 else "the operator did not choose unauthenticated decisions"

@@ -62,7 +62,7 @@ from core.errors import (
     SignoffError,
 )
 from core.filelock import locked
-from core.operator_key import OperatorKey, keyed_at, unauthenticated_mode
+from core.operator_key import OperatorKey
 from core.proxy import config as configuration
 from core.store import Store, utc_now
 
@@ -301,7 +301,7 @@ def _problem(
         # As for decisions (core/operator_key.py rule 4): unsigned counts only in the mode the
         # operator chose, where the keyring answers it holds no key and nothing was signed.
         key = keys.key_or_none(database_id)
-        if key is None and keyed_at(conn) is None and unauthenticated_mode(conn):
+        if key is None and keys.unsigned_counts(conn):
             return ""
         return "it carries no MAC"
     key = keys.key(database_id)

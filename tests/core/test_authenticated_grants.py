@@ -288,6 +288,25 @@ def test_a_database_with_a_key_is_not_downgraded_by_an_appended_mode_event(
         assert calls.made == []
 
 
+@pytest.mark.guarantee("G-KEY-1")
+def test_an_appended_mode_event_runs_nothing_where_a_keyring_works_even_before_any_key(
+    home: Path, operator: Operator
+) -> None:
+    """The mode event is unsigned: on a database no decision was signed on yet (so its
+    keyring holds no key), a file writer appending it and an unsigned "approved" gets nothing
+    run where a keyring works, since every decision there is signed."""
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        approval_id = pending(g)
+        assert operator.key.key(store.database_id) is None  # nothing signed here yet
+        operator_key.choose_mode(store, unauthenticated=True, by="anybody")  # a file write
+        forge_decision(store, approval_id)
+        with pytest.raises(DecisionUnauthenticated, match="a keyring can keep an operator key"):
+            g.attach("r")
+        assert calls.made == []
+
+
 # --- a database restored from before an approved side effect executes nothing --------------
 
 

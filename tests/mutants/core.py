@@ -490,6 +490,18 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_secret_service.py::"
         "test_with_no_os_keyring_a_file_keyring_installed_alone_is_never_read",
     ),
+    Mutation(
+        "an appended mode event counts where a keyring works",
+        "G-KEY-1",
+        "core/operator_key.py",
+        "        return unsigned_mode(conn) and not self.keeps_keys()\n",
+        "        return unsigned_mode(conn)\n",
+        "a file writer appends operator.unauthenticated and an unsigned approval to a database no"
+        " decision was signed on yet, and the call runs though the keyring works",
+        "tests/core/test_authenticated_grants.py::"
+        "test_an_appended_mode_event_runs_nothing_where_a_keyring_works_even_before_any_key"
+        "[secret-service]",
+    ),
     # --- G-KEY-2: a restored database executes nothing ----------------------------------------
     Mutation(
         "a grant runs without looking at the kept head",
