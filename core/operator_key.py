@@ -421,7 +421,7 @@ class OperatorKey:
             # keyring answers at all (rule 7), leaves the operator's mode.
             key = self.key_or_none(database_id)
             keyed = keyed_at(conn)
-            if key is None and self.unsigned_counts(conn):
+            if self.unsigned_counts(conn):
                 return at
             why = (
                 "the keyring holds an operator key for this database"

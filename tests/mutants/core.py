@@ -465,8 +465,8 @@ CORE: tuple[Mutation, ...] = (
         "the appended mode event downgrades a database whose key is in the keyring",
         "G-KEY-1",
         "core/operator_key.py",
-        "            if key is None and keyed is None and unauthenticated_mode(conn):",
-        "            if keyed is None and unauthenticated_mode(conn):",
+        "        return not _no_keyring(backend)\n",
+        "        return False\n",
         "a database whose key is in the keyring runs an unsigned decision",
         "tests/core/test_authenticated_grants.py::"
         "test_a_database_with_a_key_is_not_downgraded_by_an_appended_mode_event[secret-service]",
@@ -603,8 +603,8 @@ CORE: tuple[Mutation, ...] = (
         "a keyed database is downgraded once its key is out of reach",
         "G-KEY-1",
         "core/operator_key.py",
-        "            if key is None and keyed is None and unauthenticated_mode(conn):",
-        "            if key is None and unauthenticated_mode(conn):",
+        "    return unauthenticated_mode(conn) and keyed_at(conn) is None\n",
+        "    return unauthenticated_mode(conn)\n",
         "with the keyring made unreachable, an appended mode event runs an unsigned decision",
         "tests/core/test_authenticated_grants.py::"
         "test_a_keyed_database_is_not_downgraded_with_its_keyring_out_of_reach"
