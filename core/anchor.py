@@ -27,6 +27,11 @@ Rules:
    database lying where one was anchored (one the keyring never saw, or one anchored
    elsewhere) raises ``DatabaseUnconfirmed``: nothing approved runs until the operator confirms
    it (``signoff anchor accept``, or the tray's alarm menu; ``core.heads.confirm``).
+7. Before a grant is executed, the events from the decision (or the standing grant) it rests
+   on up to the kept head are recomputed and must chain to the kept hash (``holds_since``):
+   rule 2 alone reads the hash stored at the head's sequence, which an older copy padded with
+   rows carrying the stored hashes of the live database would pass, without the event that
+   says the grant already ran.
 
 The compare-before-write runs whole on the keyring's call thread (core/keyring_calls.py), under
 the lock, so a caller that gave up waiting never leaves half of one behind.
@@ -43,12 +48,13 @@ from urllib.parse import quote
 
 from core import chain, keyring_calls
 from core.chain import Head
-from core.errors import DatabaseRestored, HeadUnavailable, LockTimeout, NotAnchored
+from core.errors import ChainBroken, DatabaseRestored, HeadUnavailable, LockTimeout, NotAnchored
 from core.filelock import locked
 from core.heads import HeadStore, kept_head, places
 from core.store import Store
 
 LOCK_SECONDS = 10.0
+CHECK_PAGE = 5_000  # events read at a time by ``holds_since``
 
 
 class Anchor:
@@ -168,6 +174,51 @@ class Anchor:
 def holds(store: Store, kept: Head) -> None:
     """Raise ``DatabaseRestored`` unless the database holds ``kept`` (rule 2)."""
     _holds(store.path, store.database_id, kept, store.event_rows)
+
+
+def first_event(store: Store, run_id: str, step: int, kind: str) -> int:
+    """The sequence of the step's first event of ``kind`` (where a grant's window starts,
+    rule 7); past the end when there is none (the grant's own check then refuses it)."""
+    with store.snapshot() as conn:
+        row = conn.execute(
+            "SELECT min(seq) FROM events WHERE run_id = ? AND step_idx = ? AND kind = ?",
+            (run_id, step, kind),
+        ).fetchone()
+    return int(row[0]) if row[0] is not None else store.head().seq + 1
+
+
+def holds_since(store: Store, kept: Head, since: int) -> None:
+    """``holds``, and the events from ``since`` to the kept head are the ones anchored (rule
+    7): recomputed from the one before ``since``, they chain to the kept hash. Else
+    ``DatabaseRestored``, naming the first event that differs."""
+    holds(store, kept)
+    if since > kept.seq:
+        return  # nothing from ``since`` was anchored yet
+    start = None
+    if since > 1:
+        before = store.event_rows(since - 2, since - 1, 1)
+        if not before:
+            raise DatabaseRestored(
+                f"the database lacks event {since - 1}, before events anchored in the keyring:"
+                " events were deleted, or an older copy was put back. Nothing runs."
+            )
+        start = Head(store.database_id, since - 1, before[0][6])
+    verifier = chain.ChainVerifier(store.database_id, start=start, witnessed=kept)
+    after = max(since - 2, 0)
+    try:
+        while after < kept.seq:
+            rows = store.event_rows(after, kept.seq, CHECK_PAGE)
+            if not rows:
+                break
+            verifier.feed(rows)
+            after = rows[-1][0]
+        verifier.finish()
+    except ChainBroken as e:
+        raise DatabaseRestored(
+            f"the events anchored in the keyring up to event {kept.seq} are not the ones in the"
+            f" database: {e}. An older copy was put back and made to look longer, or the log"
+            " was rewritten. Nothing runs."
+        ) from None
 
 
 def _holds(path: Path, database_id: str, kept: Head, event_rows: Callable[..., list[Any]]) -> None:

@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from core import canonical, effects, transitions, waiting
-from core.anchor import Anchor, holds
+from core.anchor import Anchor, first_event, holds_since
 from core.canonical import JSONValue
 from core.errors import (
     ApprovalExpired,
@@ -84,7 +84,8 @@ async def _start(s: Hold, state: StepState, request: Request, grant: ApprovalVie
         if anchor is not None:
             kept = await asyncio.to_thread(anchor.kept, s._store)
             if kept is not None:  # a database restored from before the anchor: refused
-                holds(s._store, kept)
+                since = first_event(s._store, grant.run_id, grant.step, "approval.decided")
+                holds_since(s._store, kept, since)
         with s._store.transaction() as tx:
             waiting.check_waiting(s, tx, grant)
             waiting.authenticated(s, grant, tx.conn)

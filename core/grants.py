@@ -24,8 +24,9 @@ Rules (decision 0050):
    undone) is not a grant: the call asks as if there were none. Unsigned grants are honoured
    only where an unsigned decision would be (operator_key rule 4).
    With an anchor (core/anchor.py), the database must also still hold the head kept in the
-   keyring: one cut back to before a revocation the keyring saw is not trusted with a grant
-   (the call asks; ``DatabaseRestored`` is logged).
+   keyring, and the events from the grant's making to that head must chain to it (core/
+   anchor.py rule 7): one cut back to before a revocation the keyring saw, padded or not, is
+   not trusted with a grant (the call asks; ``DatabaseRestored`` is logged).
 6. Ending a grant needs no key (it only takes away): ``revoke`` by its id, ``end_app_session``
    when the app quits, ``start_app_session`` ending every other session's when it starts. Who
    ends one keeps the head that holds the end in the keyring (``signoff grants revoke``, the
@@ -395,7 +396,7 @@ async def live(
     if not found:
         return None, []
     if anchor is not None:
-        from core.anchor import holds
+        from core.anchor import first_event, holds_since
         from core.heads import kept_head
 
         # Read from the keyring itself, not the head this process last kept: the end was kept
@@ -404,8 +405,9 @@ async def live(
             kept, _ = await asyncio.to_thread(
                 kept_head, anchor.heads, store.path, store.database_id
             )
-            if kept is not None:
-                holds(store, kept)
+            if kept is not None:  # the chain from the first grant made on holds the kept head
+                since = min(first_event(store, g.run_id, g.step, "grant.made") for g in found)
+                holds_since(store, kept, since)
         except HeadUnavailable as e:
             return None, [f"the chain's head cannot be read from the keyring: {e} [NotAnchored]"]
         except DatabaseRestored as e:

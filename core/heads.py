@@ -32,7 +32,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from core import canonical, keyring_calls
+from core import canonical, keyring_calls, paths
 from core.chain import Head
 from core.errors import DatabaseUnconfirmed, HeadUnavailable, JSONRefused
 
@@ -62,9 +62,15 @@ class HeadStore(Protocol):
 
 def places(database: Path) -> tuple[str, ...]:
     """Where the database at ``database`` lies (rule 2): its absolute path as named, and the
-    path it resolves to when that is another (a folder on the way is a symbolic link)."""
-    named = Path(database).absolute()
-    return tuple(dict.fromkeys((str(named), os.path.realpath(named))))
+    path it resolves to when that is another (a folder on the way is a symbolic link). The
+    home ``SIGNOFF_HOME`` names is resolved when read (core/paths.py), so for a database in it
+    the path as the variable names it counts too: a link put on the way later is seen."""
+    given = Path(database).absolute()
+    found = [str(given), os.path.realpath(given)]
+    named = paths.named_homes().get(Path(found[1]).parent)
+    if named is not None:
+        found.append(str(named / given.name))
+    return tuple(dict.fromkeys(found))
 
 
 def kept_head(heads: HeadStore, database: Path, database_id: str) -> tuple[Head | None, list[str]]:

@@ -22,6 +22,17 @@ def _home() -> Path | None:
     return Path(value).expanduser().resolve() if value else None
 
 
+def named_homes() -> dict[Path, Path]:
+    """The home ``SIGNOFF_HOME`` names, as named (absolute, ``..`` taken on the text, no link
+    followed), keyed by the folder it resolves to: where a database lies as the operator named
+    it, which resolving loses (core/heads.py ``places``)."""
+    value = os.environ.get("SIGNOFF_HOME")
+    if not value:
+        return {}
+    named = Path(os.path.normpath(Path(value).expanduser().absolute()))
+    return {named.resolve(): named}
+
+
 def data_dir() -> Path:
     return _home() or Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from core import paths
 from core.anchor import Anchor
 from core.chain import Head
 from core.errors import DatabaseRestored, DatabaseUnconfirmed
@@ -224,3 +225,24 @@ def test_accepting_a_database_never_forgives_a_rollback(tmp_path: Path) -> None:
         confirm(heads, there, copy.head())
         with pytest.raises(DatabaseRestored, match="before event"):
             Anchor(heads).check(copy)
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_another_database_behind_a_link_put_on_the_way_to_signoff_home_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGNOFF_HOME is resolved when read; the place as the variable names it still counts, so
+    a fresh home linked in where the anchored one was is another database, not a new place."""
+    heads = MemoryHeadStore()
+    share = tmp_path / "share"
+    (share / "signoff").mkdir(mode=0o700, parents=True)
+    monkeypatch.setenv("SIGNOFF_HOME", str(share / "signoff"))
+    with Store.open(paths.database_path()) as store:
+        Anchor(heads).advance(store, record_run(store, "first"))
+    share.rename(tmp_path / "moved-away")
+    other = tmp_path / "other"
+    (other / "signoff").mkdir(mode=0o700, parents=True)
+    share.symlink_to(other, target_is_directory=True)
+    assert paths.database_path() == other / "signoff" / "signoff.db"
+    with Store.open(paths.database_path()) as fresh, pytest.raises(DatabaseUnconfirmed):
+        Anchor(heads).check(fresh)

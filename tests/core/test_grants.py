@@ -420,3 +420,28 @@ def test_an_end_cut_off_the_chain_brings_no_grant_back_once_the_end_is_kept(
     found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g),
                                              host=HOST_A[0], anchor=anchor))  # fmt: skip
     assert found is None and "DatabaseRestored" in refused[0]
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_an_end_cut_off_and_padded_back_to_the_kept_length_brings_no_grant_back(
+    store: Store,
+) -> None:
+    """As above, and the cut log is padded back to the kept length with rows carrying the
+    live hashes, so the event at the kept sequence has the kept hash: the events from the
+    grant's making are recomputed, and they do not chain to it."""
+    g = gate(store, Calls())
+    grant = granted(store, g, "app", app_session="s1")
+    assert grants.end_app_session(store, "s1") == 1
+    anchor = Anchor(MemoryHeadStore())
+    assert grants.keep_end(store, anchor) == ""
+    with store.snapshot() as conn:
+        (seq, kept) = conn.execute(
+            "SELECT seq, hash FROM events WHERE kind = 'grant.revoked'"
+        ).fetchone()
+    sql(store, "UPDATE events SET kind = 'filler', payload = '{}', run_id = NULL,"
+               " step_idx = NULL WHERE seq = ?", (seq,))  # fmt: skip
+    sql(store, "UPDATE grants SET revoked_at = NULL, revoked_by = NULL WHERE id = ?", (grant.id,))
+    assert store.head().hash == kept  # the stored hash at the kept sequence is the kept one
+    found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g),
+                                             host=HOST_A[0], anchor=anchor))  # fmt: skip
+    assert found is None and "DatabaseRestored" in refused[0], refused

@@ -571,6 +571,37 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_anchor.py::test_accepting_a_database_never_forgives_a_rollback",
     ),
     Mutation(
+        "a grant's events are not recomputed up to the kept head",
+        "G-KEY-2",
+        "core/execution.py",
+        "                holds_since(s._store, kept, since)\n",
+        "                holds_since(s._store, kept, kept.seq + 1)\n",
+        "an older copy padded with rows carrying the live hashes passes the check of the kept head,"
+        " and the host's re-call of an approved payment pays twice",
+        "tests/proxy/test_forged_approvals.py::"
+        "test_a_backup_put_back_and_padded_with_the_live_hashes_does_not_pay_twice",
+    ),
+    Mutation(
+        "a standing grant's events are not recomputed up to the kept head",
+        "G-KEY-2",
+        "core/grants.py",
+        "                holds_since(store, kept, since)\n",
+        "                holds_since(store, kept, kept.seq + 1)\n",
+        "a revocation overwritten by a filler row keeping its hash brings the grant back",
+        "tests/core/test_grants.py::"
+        "test_an_end_cut_off_and_padded_back_to_the_kept_length_brings_no_grant_back",
+    ),
+    Mutation(
+        "the place as SIGNOFF_HOME names it is not counted",
+        "G-KEY-2",
+        "core/heads.py",
+        "        found.append(str(named / given.name))\n",
+        "        pass\n",
+        "a fresh home linked in where the anchored SIGNOFF_HOME was is a new place, with no alarm",
+        "tests/core/test_anchor.py::"
+        "test_another_database_behind_a_link_put_on_the_way_to_signoff_home_is_seen",
+    ),
+    Mutation(
         "a head another thread kept is taken on trust",
         "G-KEY-2",
         "core/anchor.py",

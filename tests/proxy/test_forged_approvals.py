@@ -115,6 +115,49 @@ def test_a_database_put_back_from_before_an_approved_write_does_not_run_it_twice
     assert json.loads(verified.stdout)["error"] == "LogTruncated", verified
 
 
+@pytest.mark.guarantee("G-KEY-2")
+def test_a_backup_put_back_and_padded_with_the_live_hashes_does_not_pay_twice(
+    rig: Rig, home: Path, tmp_path: Path
+) -> None:
+    """The copy is made to look as long as the live database: rows past its end carry the hash
+    column read from the live one, so the event at the kept head's sequence has the kept hash.
+    The events from the decision on are recomputed, and they do not chain to it."""
+    database = home / "signoff.db"
+    copy = tmp_path / "backup.db"
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            await host.call_tool("write_note", {"text": "pay"})
+            [waiting] = rig.pending()
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            source, target = sqlite3.connect(database), sqlite3.connect(copy)
+            source.backup(target)  # approved, not yet run
+            source.close()
+            target.close()
+            assert text(await host.call_tool("write_note", {"text": "pay"})) == "wrote 'pay'"
+        live = sqlite3.connect(database)
+        rows = live.execute("SELECT seq, at, hash FROM events ORDER BY seq").fetchall()
+        live.close()
+        for suffix in ("-wal", "-shm"):
+            Path(str(database) + suffix).unlink(missing_ok=True)
+        shutil.copyfile(copy, database)
+        padded = sqlite3.connect(database)
+        (end,) = padded.execute("SELECT max(seq) FROM events").fetchone()
+        padded.executemany(
+            "INSERT INTO events (seq, run_id, step_idx, kind, payload, at, hash)"
+            " VALUES (?, NULL, NULL, 'filler', '{}', ?, ?)",
+            [(seq, at, kept) for seq, at, kept in rows if seq > end],
+        )
+        padded.commit()
+        padded.close()
+        async with rig.client("notes") as host:
+            again = await host.call_tool("write_note", {"text": "pay"})
+            assert again.is_error and "DatabaseRestored" in text(again), text(again)
+
+    anyio.run(scenario)
+    assert written(tmp_path) == ["pay"]
+
+
 @pytest.mark.parametrize("reached", ["linked", "moved"])
 @pytest.mark.guarantee("G-KEY-2")
 def test_a_backup_put_back_behind_a_link_or_in_another_folder_does_not_pay_twice(
