@@ -108,30 +108,50 @@ def existing_path(host: Host) -> Path | None:
     return next((p for p in default_paths(host) if p.is_file()), None)
 
 
-def wired_files() -> list[Path]:
-    """The hosts' own files holding an entry that launches ``signoff proxy``: the files Signoff
-    wired (core/policy/own_files.py counts each as Signoff's own: whoever rewrites one decides
-    what the host starts instead of Signoff). A file that cannot be read is not one."""
-    found = []
-    for host in Host:
-        path = existing_path(host)
-        if path is None:
-            continue
-        try:
-            entries = read_host(path, host).entries
-        except (HostConfigError, OSError):
-            continue
-        for entry in entries:
-            command, args = entry.spec.get("command"), entry.spec.get("args", [])
-            if (
-                isinstance(command, str)
-                and isinstance(args, list)
-                and all(isinstance(a, str) for a in args)
-                and _proxied(command, args, _our_command()) is not None
-            ):
-                found.append(path)
-                break
-    return found
+PROJECT_FILES = {Host.CLAUDE_CODE: ".mcp.json", Host.CURSOR: ".cursor/mcp.json",
+                 Host.VSCODE: ".vscode/mcp.json"}  # fmt: skip
+
+
+def wired_files(config_path: Path | None = None, cwd: Path | None = None) -> list[Path]:
+    """The hosts' files holding an entry that launches ``signoff proxy``, and every file Signoff
+    wrote a wiring into (its record of writes beside ``config_path``, ``--file`` project files
+    included) that is not undone: core/policy/own_files.py counts each as Signoff's own, since
+    whoever rewrites one decides what the host starts instead of Signoff. The candidates are
+    each host's user-level file and, under ``cwd`` (the folder the proxy and its servers start
+    in), each host's project file. A file that cannot be read holds no entry."""
+    candidates = [(existing_path(host), host) for host in Host]
+    if cwd is not None:
+        candidates += [(cwd / name, host) for host, name in PROJECT_FILES.items()]
+    found = [path for path, host in candidates if path is not None and _wires(path, host)]
+    return list(dict.fromkeys([*found, *_written(config_path)]))
+
+
+def _wires(path: Path, host: Host) -> bool:
+    try:
+        entries = read_host(path, host).entries
+    except (HostConfigError, OSError):
+        return False
+    for entry in entries:
+        command, args = entry.spec.get("command"), entry.spec.get("args", [])
+        if (
+            isinstance(command, str)
+            and isinstance(args, list)
+            and all(isinstance(a, str) for a in args)
+            and _proxied(command, args, _our_command()) is not None
+        ):
+            return True
+    return False
+
+
+def _written(config_path: Path | None) -> list[Path]:
+    """The files Signoff's record of its writes (core/host_backups.py) names, not undone."""
+    if config_path is None:
+        return []
+    try:
+        document = json.loads((config_path.parent / BACKUP_DIR / MANIFEST).read_text("utf-8"))
+        return [Path(w["original"]) for w in document["writes"] if not w.get("undone")]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
 
 
 # --- reading ---------------------------------------------------------------------------------

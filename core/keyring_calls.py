@@ -115,8 +115,14 @@ def one_at_a_time(operation: Callable[[], T], *, writes: bool) -> T:
     """``operation()`` under the lock; a write not made at all when its caller gave up while it
     waited for it. Something else at the lock's path (a folder, a link, another user's file) is
     never waited on: ``KeyringLockRefused`` says what is there (decision 0067)."""
+    from core.errors import UnsafePermissions
+
     try:
-        with locked(lock_path(), None):
+        path = lock_path()
+    except (OSError, UnsafePermissions) as e:  # the lock's folder itself is not Signoff's
+        raise KeyringLockRefused(f"no keyring call can be made: {e}") from None
+    try:
+        with locked(path, None):
             if writes and given_up():
                 raise KeyringTimeout("the keyring call waited too long for another; not made")
             return operation()

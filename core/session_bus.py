@@ -95,6 +95,8 @@ def socket_of(address: str) -> Path:
             f"the session bus address {address!r} is not one unix:path= socket; it is not used"
         )
     socket = Path(found.group(1))
+    if "%" in str(socket):  # D-Bus decodes escapes: the path checked would not be the one used
+        raise SessionBusRefused(f"the session bus path {socket} holds escapes; it is not used")
     if ".." in socket.parts or str(socket) != os.path.normpath(socket):
         raise SessionBusRefused(f"the session bus path {socket} is not a plain path")
     try:

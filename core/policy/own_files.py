@@ -10,9 +10,12 @@ Rules:
    What Signoff's trust rests on counts too (``trusted``): the ``keyring`` package's
    configuration folder (where it says and ``~/.config/python_keyring`` whatever XDG says),
    Signoff's cache folder (the keyring lock, core/keyring_calls.py), Signoff's installation
-   (its packages' folders, and the virtual environment running it), and, as single files,
-   the hosts' configuration files holding an entry that launches ``signoff proxy``. A file
-   counts as itself only: its folder (``~/.claude.json``'s is the whole home) does not.
+   (its packages' folders, the virtual environment running it, and the interpreter's folders
+   on ``sys.path`` where the user can write them), and, as single files, the hosts'
+   configuration files holding an entry that launches ``signoff proxy`` (each host's
+   user-level file, and its project file in the working directory) and every file Signoff's
+   record of its writes names (``hosts wire --file``). A file counts as itself only: its
+   folder (``~/.claude.json``'s is the whole home) does not.
 2. Every string in the arguments, at any depth (an object's keys too), is read as a path: the
    whole string, and each word of it (split at white space, quotes and ``; | & < > ( )``, and
    after the first ``=``, as in ``--db=PATH``). A ``file:`` URL is read as its path,
@@ -100,7 +103,7 @@ class OwnFiles:
         config = config if config is not None else paths.config_path()
         found = [database.parent, config.parent, config.parent / "pins", paths.data_dir(),
                  paths.config_dir(), *paths.platform_dirs(), *trusted_folders(), *more]  # fmt: skip
-        return cls(tuple(dict.fromkeys(found)), cwd, tuple(hosts.wired_files()))
+        return cls(tuple(dict.fromkeys(found)), cwd, tuple(hosts.wired_files(config, cwd)))
 
     def touched(self, arguments: Any, *, mutating: bool = False) -> tuple[str, ...]:
         """The paths named in ``arguments`` that resolve into Signoff's folders (or, for a
@@ -150,6 +153,12 @@ def trusted_folders() -> list[Path]:
              home / ".cache" / "signoff", package, package.parent / "app"]  # fmt: skip
     if sys.prefix != sys.base_prefix:  # a virtual environment: Signoff's own installation
         found.append(Path(sys.prefix))
+    # The interpreter's own folders every Signoff process imports from (a sitecustomize.py
+    # there runs in each), where the user can write them (a Python installed in the home).
+    base = os.path.realpath(sys.base_prefix)
+    found += [Path(p) for p in sys.path
+              if p and os.path.realpath(p).startswith(base + os.sep) and os.path.isdir(p)
+              and os.access(p, os.W_OK)]  # fmt: skip
     return found
 
 

@@ -50,7 +50,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote_plus, urlsplit
 
 from core.errors import ConfigError, RemoteConfigRefused, RemoteSecretMissing
 
@@ -121,7 +121,7 @@ def check_url(url: str) -> str:
             found = references(value)
         except RemoteConfigRefused as e:
             raise RemoteConfigRefused(f"{said}: query {name[:64]}: {e}") from None
-        if credential_query(name) and not found:
+        if credential_query(name) and (not found or REFERENCE.sub("", value)):
             raise RemoteConfigRefused(
                 f"{said}: query {name[:64]} carries credentials: write its value as"
                 " ${VARIABLE} or ${keyring:NAME}, never into config.toml"
@@ -130,14 +130,17 @@ def check_url(url: str) -> str:
 
 
 def query(url: str) -> list[tuple[str, str]]:
-    """The URL's query parameters as written (not decoded), each ``(name, value)``."""
+    """The URL's query parameters as written (not decoded), each ``(name, value)``; split at
+    ``&`` and at ``;`` (servers that take either do)."""
     text = url.partition("#")[0].partition("?")[2]
-    return [(pair.partition("=")[0], pair.partition("=")[2]) for pair in text.split("&") if pair]
+    pairs = [pair for pair in re.split("[&;]", text) if pair]
+    return [(pair.partition("=")[0], pair.partition("=")[2]) for pair in pairs]
 
 
 def credential_query(name: str) -> bool:
-    """Whether a query parameter of this name carries credentials (rule 6)."""
-    words = [w.lower() for w in _WORD.findall(name)]
+    """Whether a query parameter of this name carries credentials (rule 6), read as a server
+    reads it: percent escapes decoded (``api%5Fkey`` is ``api_key``)."""
+    words = [w.lower() for w in _WORD.findall(unquote_plus(name))]
     return any(w in QUERY_WORDS or w.endswith(_QUERY_ENDINGS) for w in words)
 
 
@@ -153,12 +156,12 @@ def shown(url: str) -> str:
             authority = HIDDEN + "@" + authority.rpartition("@")[2]
         base = scheme + slashes + authority + slash + path
     pairs = []
-    for pair in text.split("&"):
+    for pair in _SEPARATED.split(text):
         name, equals, value = pair.partition("=")
         if equals and credential_query(name) and REFERENCE.sub("", value):
             value = HIDDEN
         pairs.append(name + equals + value)
-    return base + question + "&".join(pairs) + (hash_ and hash_ + HIDDEN)
+    return base + question + "".join(pairs) + (hash_ and hash_ + HIDDEN)
 
 
 _ANY_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
@@ -170,6 +173,8 @@ class ShownInLogs(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         hidden = _ANY_URL.sub(lambda m: shown(m.group()), message)
+        for value in sorted(_IN_LOGS, key=len, reverse=True):
+            hidden = hidden.replace(value, HIDDEN)
         if hidden != message:
             record.msg, record.args = hidden, None
         return True
@@ -338,13 +343,30 @@ def resolve_url(
     if not question:
         return server.url
     pairs = []
-    for pair in text.split("&"):
+    for pair in _SEPARATED.split(text):
         name, equals, value = pair.partition("=")
+        if not equals:
+            pairs.append(pair)  # a separator, or a name with no value
+            continue
         filled = _filled(server, f"its URL's query {name}", value, environ, secret, found)
         if filled != value:
+            if credential_query(name) or "${keyring:" in value:  # a secret: hidden in logs
+                _hidden_in_logs(filled)
             filled = quote(filled, safe=_AS_WRITTEN)
         pairs.append(name + equals + filled)
-    return base + question + "&".join(pairs)
+    return base + question + "".join(pairs)
+
+
+# Secrets read into a URL (rule 7): a log line quoting the URL as sent shows none of them,
+# whatever its parameter's name (``ShownInLogs``).
+_IN_LOGS: set[str] = set()
+_SEPARATED = re.compile(r"([&;])")
+_LEAST_HIDDEN = 4  # characters: shorter values would hide ordinary words of every line
+
+
+def _hidden_in_logs(value: str) -> None:
+    if len(value) >= _LEAST_HIDDEN:
+        _IN_LOGS.update((value, quote(value, safe=_AS_WRITTEN), quote(value, safe="")))
 
 
 def _filled(

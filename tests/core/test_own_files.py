@@ -280,6 +280,44 @@ def test_what_trust_rests_on_is_signoffs_own_and_a_wired_host_file_counts_alone(
     for text, where in named.items():
         assert own.touched({"path": text}) == (os.path.realpath(where),), text
     assert own.touched({"path": "~/notes.txt"}) == ()  # beside the wired file: not Signoff's
+    stdlib = Path(os.__file__).parent  # a sitecustomize.py there runs in every Signoff process
+    if os.access(stdlib, os.W_OK):
+        site = stdlib / "sitecustomize.py"
+        assert own.touched({"path": str(site)}) == (os.path.realpath(site),)
     allowed = PolicyDecision(Outcome.ALLOW, "an allow rule")
     decided = apply(own, allowed, {"path": "~/.claude.json"}, mutating=True)
+    assert decided.outcome is Outcome.APPROVE and decided.kind == OWN_FILES_KIND
+
+
+@pytest.mark.guarantee("G-FILES-2")
+def test_a_project_file_wired_to_signoff_is_signoffs_own_where_the_proxy_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wired with ``--file`` (or written by hand) in the project the agent works in: rewriting
+    it decides what the host starts next instead of Signoff, so it is Signoff's own; so is
+    every file Signoff's record of its writes names, wherever it lies."""
+    import json
+
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    project = tmp_path / "project"
+    wired = {"mcpServers": {"files": {"command": "signoff", "args": ["proxy", "files"]}}}
+    for name in (".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json"):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(json.dumps(
+            {"servers": wired["mcpServers"]} if name.startswith(".vscode") else wired
+        ))  # fmt: skip
+    (project / "notes.mcp.json").write_text(json.dumps(wired))  # no host reads it
+    elsewhere = tmp_path / "other" / "team.json"
+    config = tmp_path / "cfg" / "config.toml"
+    (config.parent / "host-backups").mkdir(parents=True)
+    write = {"original": str(elsewhere), "backup": "x", "host": "cursor",
+             "written_sha256": "0", "time": "t", "undone": None}  # fmt: skip
+    manifest = config.parent / "host-backups" / "manifest.json"
+    manifest.write_text(json.dumps({"version": 1, "writes": [write]}))
+    own = OwnFiles.of(tmp_path / "db/signoff.db", config, cwd=project)
+    for text in (".mcp.json", "./.cursor/mcp.json", f"{project}/.vscode/mcp.json", str(elsewhere)):
+        assert own.touched({"path": text}, mutating=True), text
+    assert own.touched({"path": "notes.mcp.json"}, mutating=True) == ()
+    allowed = PolicyDecision(Outcome.ALLOW, "an allow rule on writes in the project")
+    decided = apply(own, allowed, {"path": ".mcp.json", "text": "{}"}, mutating=True)
     assert decided.outcome is Outcome.APPROVE and decided.kind == OWN_FILES_KIND

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from core import keyring_calls, operator_key
+from core import keyring_calls, operator_key, private_files
 from core.approvals import approve
 from core.errors import KeyringChanged, KeyringLockRefused
 from core.heads import KeyringHeadStore
@@ -257,6 +257,28 @@ def test_a_folder_at_the_keyring_lock_path_is_named_not_waited_on(
             approve(store, "r", approval_id, "operator:me", operator=keys)
         state = Witness(store, KeyringHeadStore(), tmp_path / "alarm.json").check_all()
         assert str(lock_folder) in state.alarm and state.alarm.endswith("[KeyringLockRefused]")
+
+
+@pytest.mark.guarantee("G-KEY-3")
+def test_a_file_where_the_lock_folder_should_be_is_named_as_the_lock_refused(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``~/.cache/signoff`` itself a file (or a link, or open to others): the decision says the
+    keyring lock is refused, not that the operator key cannot be read."""
+    problem = _secret_service_problem()
+    need(problem is None, problem or "")
+    cache = tmp_path / "cache" / "signoff"
+    cache.parent.mkdir()
+    cache.write_text("not a folder")
+    monkeypatch.setattr(
+        keyring_calls, "lock_path",
+        lambda: private_files.make_dir(cache) / "secret-service.lock",
+    )  # fmt: skip
+    keys = OperatorKey(KeyringKeyStore())
+    with Store.open(home / "signoff.db") as store:
+        approval_id = pending_approval(store, OperatorKey(operator_key.MemoryKeyStore()))
+        with pytest.raises(KeyringLockRefused, match=str(cache)):
+            approve(store, "r", approval_id, "operator:me", operator=keys)
 
 
 @pytest.mark.guarantee("G-KEY-3")

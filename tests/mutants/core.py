@@ -323,8 +323,9 @@ CORE: tuple[Mutation, ...] = (
         "a grant is honoured on a database cut back before its end",
         "G-GATE-6",
         "core/grants.py",
-        "            if kept is not None:\n                holds(store, kept)\n",
-        "            pass\n",
+        "            if kept is not None:  # the chain from the first grant made on holds the kept"
+        " head\n",
+        "            if False:\n",
         "an agent deletes a grant's revocation from the database and the call runs unasked again",
         "tests/core/test_grants.py::"
         "test_an_end_cut_off_the_chain_brings_no_grant_back_once_the_end_is_kept",
@@ -499,15 +500,14 @@ CORE: tuple[Mutation, ...] = (
         "a file writer appends operator.unauthenticated and an unsigned approval to a database no"
         " decision was signed on yet, and the call runs though the keyring works",
         "tests/core/test_authenticated_grants.py::"
-        "test_an_appended_mode_event_runs_nothing_where_a_keyring_works_even_before_any_key"
-        "[secret-service]",
+        "test_a_database_with_a_key_is_not_downgraded_by_an_appended_mode_event[secret-service]",
     ),
     # --- G-KEY-2: a restored database executes nothing ----------------------------------------
     Mutation(
         "a grant runs without looking at the kept head",
         "G-KEY-2",
         "core/execution.py",
-        "                holds(s._store, kept)",
+        "                holds_since(s._store, kept, since)",
         "                pass",
         "a database put back from before an approved write runs it again",
         "tests/core/test_authenticated_grants.py::"

@@ -215,6 +215,17 @@ OUTER: tuple[Mutation, ...] = (
         "tests/core/test_rules.py::test_a_link_is_judged_where_it_leads",
     ),
     Mutation(
+        "a project file wired in the working directory is not own",
+        "G-FILES-2",
+        "core/hosts.py",
+        "        candidates += [(cwd / name, host) for host, name in PROJECT_FILES.items()]\n",
+        "        pass\n",
+        "an allow rule on writes in the project lets the agent rewrite .mcp.json, and the host"
+        " starts the server without Signoff next time",
+        "tests/core/test_own_files.py::"
+        "test_a_project_file_wired_to_signoff_is_signoffs_own_where_the_proxy_starts",
+    ),
+    Mutation(
         "a path's escapes are not read decoded by the own-files rule",
         "G-FILES-2",
         "core/policy/own_files.py",
@@ -302,6 +313,26 @@ OUTER: tuple[Mutation, ...] = (
         "tests/proxy/test_manage.py::test_a_server_gets_only_path_home_tmpdir_and_the_variables_named",
     ),
     Mutation(
+        "a credential value half reference is accepted",
+        "G-REMOTE-1",
+        "core/proxy/remote.py",
+        '        if credential_query(name) and (not found or REFERENCE.sub("", value)):\n',
+        "        if credential_query(name) and not found:\n",
+        "a key written beside a reference (?api_key=${keyring:a}KEY) stands in config.toml",
+        "tests/proxy/test_remote.py::"
+        "test_a_bad_url_or_header_is_refused_by_name_and_the_file_kept[reference-and-literal]",
+    ),
+    Mutation(
+        "a secret read into an unnamed query value is shown in logs",
+        "G-REMOTE-1",
+        "core/proxy/remote.py",
+        "            hidden = hidden.replace(value, HIDDEN)\n",
+        "            pass\n",
+        "a keyring secret in ?x=${keyring:a} is written to proxy.log by the HTTP library's line",
+        "tests/proxy/test_remote.py::"
+        "test_a_keyring_secret_read_into_any_query_value_is_hidden_in_log_lines",
+    ),
+    Mutation(
         "a remote server's credential may be written into config.toml",
         "G-REMOTE-1",
         "core/proxy/remote.py",
@@ -327,7 +358,7 @@ OUTER: tuple[Mutation, ...] = (
         "a key in a remote server's URL may be written into config.toml",
         "G-REMOTE-1",
         "core/proxy/remote.py",
-        "        if credential_query(name) and not found:\n",
+        '        if credential_query(name) and (not found or REFERENCE.sub("", value)):\n',
         "        if False:\n",
         "servers add --url https://.../mcp?api_key=KEY keeps the key in config.toml and in the"
         " recorded configuration",
@@ -665,6 +696,15 @@ OUTER: tuple[Mutation, ...] = (
         "test_a_subscription_and_a_completion_toward_a_rejected_uri_are_refused_and_never_sent",
     ),
     # --- a proxy that cannot reach the keyring (decision 0069) -------------------------------
+    Mutation(
+        "a left bus address with escapes is checked as written",
+        "G-KEY-4",
+        "core/session_bus.py",
+        '    if "%" in str(socket):',
+        "    if False:",
+        "the socket checked is not the one D-Bus connects to (it decodes %XX)",
+        "tests/proxy/test_keyring_reach.py::test_a_left_bus_address_with_escapes_is_not_used",
+    ),
     Mutation(
         "a proxy started without the session bus never reads the one the app left",
         "G-KEY-4",

@@ -155,3 +155,13 @@ def test_a_session_bus_file_the_app_did_not_leave_is_not_used(
     said = anyio.run(write_approved, rig)
     assert "cannot reach the OS keyring: no session bus" in said, said
     assert written(tmp_path) == []
+
+
+@pytest.mark.guarantee("G-KEY-4")
+def test_a_left_bus_address_with_escapes_is_not_used(tmp_path: Path) -> None:
+    """D-Bus decodes ``%XX`` in a path: the socket checked would not be the one connected to."""
+    from core.errors import SessionBusRefused
+    from core.session_bus import socket_of
+
+    with pytest.raises(SessionBusRefused, match="escapes"):
+        socket_of(f"unix:path={tmp_path}/bus%2e2")

@@ -6,6 +6,7 @@ record; a bad or missing token named; the token written nowhere."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -295,6 +296,9 @@ def test_a_server_not_listening_and_an_address_that_is_no_mcp_server_are_named(
         ("https://example.com/mcp?team=blue&api_key=abc123", AUTHORIZATION),  # a key in the URL
         ("https://example.com/mcp?accessToken=abc123", AUTHORIZATION),
         ("https://${HOST}/mcp?api_key=${K}", AUTHORIZATION),  # a reference outside the query
+        ("https://example.com/mcp?api_key=${keyring:a}abc123", AUTHORIZATION),  # half a secret
+        ("https://example.com/mcp?team=blue;api_key=abc123", AUTHORIZATION),  # ';' separates
+        ("https://example.com/mcp?api%5Fkey=abc123", AUTHORIZATION),  # a name percent-escaped
     ],
     ids=[
         "http-beyond-loopback",
@@ -310,6 +314,9 @@ def test_a_server_not_listening_and_an_address_that_is_no_mcp_server_are_named(
         "literal-query-key",
         "literal-query-token",
         "reference-in-host",
+        "reference-and-literal",
+        "semicolon-separated",
+        "escaped-name",
     ],
 )
 def test_a_bad_url_or_header_is_refused_by_name_and_the_file_kept(
@@ -412,3 +419,23 @@ def test_a_url_is_shown_with_its_credentials_hidden_and_its_references_kept() ->
     kept = "https://a.example/mcp?key=${keyring:a-key}&token=${T}&keyword=cats&author=me"
     assert shown(kept) == kept  # references are names, not values; these words are no keys
     assert shown("not a url?sig=k") == "not a url?sig=***"
+    assert shown("https://a.example/mcp?a=1;api_key=k1&%6Bey=k2") == (
+        "https://a.example/mcp?a=1;api_key=***&%6Bey=***"  # ';' separates; names decoded
+    )
+
+
+@pytest.mark.guarantee("G-REMOTE-1")
+def test_a_keyring_secret_read_into_any_query_value_is_hidden_in_log_lines(
+    tmp_path: Path,
+) -> None:
+    """Whatever its parameter's name, a value read from the keyring into the URL is a secret:
+    the HTTP library's own log line quoting the URL as sent shows it nowhere."""
+    path = tmp_path / "config.toml"
+    path.write_text('[servers.a]\nurl = "https://a.example/mcp?x=${keyring:a-x}"\n')
+    server = load(path).servers["a"]
+    sent = remote_config.resolve_url(server, secret=lambda name: "from the/keyring")
+    assert sent == "https://a.example/mcp?x=from%20the/keyring"
+    record = logging.LogRecord("httpx", logging.INFO, "", 0, 'HTTP Request: POST %s "200"',
+                               (sent,), None)  # fmt: skip
+    remote_config.ShownInLogs().filter(record)
+    assert "keyring" not in record.getMessage() and "***" in record.getMessage()
