@@ -22,7 +22,8 @@ Rules (decision 0050):
    their host (``signoff.grant.v1``) covers no call: the operator approves the request again.
    Anything else (a row written into the database directly, an ``until`` moved, a revocation
    undone) is not a grant: the call asks as if there were none. Unsigned grants are honoured
-   only where an unsigned decision would be (operator_key rule 4).
+   only where an unsigned decision would be (operator_key rule 4), and no grant is honoured by
+   a process reaching another keyring than the one the chain records (operator_key rule 6).
    With an anchor (core/anchor.py), the database must also still hold the head kept in the
    keyring, and the events from the grant's making to that head must chain to it (core/
    anchor.py rule 7): one cut back to before a revocation the keyring saw, padded or not, is
@@ -413,6 +414,11 @@ async def live(
         except DatabaseRestored as e:
             return None, [f"{e} [{type(e).__name__}]"]
     try:
+        await asyncio.to_thread(operator.keys.keyring)  # chosen off the loop; then kept
+        with store.snapshot() as conn:
+            changed = operator_key.keyring_problem(conn, operator.keys)
+        if changed:  # the same as for a one-time approval (core/operator_key.py rule 6)
+            return None, [f"{changed} [KeyringChanged]"]
         key = await asyncio.to_thread(operator.key_or_none, store.database_id)
         keeps = key is not None or await asyncio.to_thread(operator.keeps_keys)
     except OperatorKeyUnavailable as e:

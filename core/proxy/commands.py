@@ -563,6 +563,9 @@ def proxy(args: argparse.Namespace) -> int:
     remote.show_urls_in_logs()  # a remote server's URL may carry a key (remote.py rule 7)
     with Store.open(paths.database_path()) as store:
         problem, names = "", list(args.names)
+        changed = keyring_reach.another_keyring(store)
+        if changed:  # its calls wait (KeyringChanged); the tray shows why (keyring_reach rule 1)
+            keyring_reach.record(paths.data_dir(), names, changed)
         try:  # the rules in force are the recorded ones, whatever the file says now
             now = config_record.state(store, paths.config_path())
             config = now.config()

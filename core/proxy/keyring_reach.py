@@ -7,8 +7,10 @@ which host.
 Rules:
 
 1. A proxy whose rules cannot be established because the OS keyring cannot be reached
-   (``KeyringUnreachable``: no session bus, no Secret Service answering, a locked keyring)
-   writes ``<data dir>/unreachable/<pid>.json``: its servers, the process that launched it (the
+   (``KeyringUnreachable``: no session bus, no Secret Service answering, a locked keyring), or
+   that reaches another keyring than the one the chain records as holding the operator key
+   (its approved calls wait, ``KeyringChanged``, decision 0066), writes
+   ``<data dir>/unreachable/<pid>.json``: its servers, the process that launched it (the
    host: its command name and pid), why, and when; then wakes the app. The file is removed when
    the proxy ends; a proxy that reaches the keyring writes none.
 2. The tray reads the folder on every refresh and sweep; a file whose proxy is no longer
@@ -31,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import private_files, wake
-from core.errors import UnsafePermissions
-from core.store import utc_now
+from core.errors import SignoffError, UnsafePermissions
+from core.store import Store, utc_now
 
 log = logging.getLogger("signoff.proxy")
 FOLDER = "unreachable"
@@ -52,6 +54,30 @@ class Unreachable:
     def words(self) -> str:
         names = " ".join(self.servers) or "(no server)"
         return f"signoff proxy {names} started by {self.host} {self.why}"
+
+
+def another_keyring(store: Store) -> str:
+    """Why this process's keyring is not the one the chain records, in the note's words
+    ("reaches X, not Y, ..."); "" when it is, when either records none, or when it cannot say."""
+    from core import operator_key
+
+    try:
+        with store.snapshot() as conn:
+            recorded = operator_key.recorded_keyring(conn)
+        used = operator_key.default().keys.keyring()
+    except SignoffError:
+        return ""
+    if (
+        recorded is None
+        or used is None
+        or recorded == used
+        or used.startswith("keyring.backends.fail")
+    ):
+        return ""  # none at all is the other note's: it cannot be reached
+    return (
+        f"reaches the keyring {used}, not {recorded}, the one the chain records: its approved"
+        " calls wait until the operator confirms it (signoff decisions keyring accept)"
+    )
 
 
 def note_path(data_dir: Path, pid: int | None = None) -> Path:

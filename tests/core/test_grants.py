@@ -445,3 +445,22 @@ def test_an_end_cut_off_and_padded_back_to_the_kept_length_brings_no_grant_back(
     found, refused = asyncio.run(grants.live(store, operator_key.default(), hash_of(g),
                                              host=HOST_A[0], anchor=anchor))  # fmt: skip
     assert found is None and "DatabaseRestored" in refused[0], refused
+
+
+@pytest.mark.guarantee("G-KEY-3")
+def test_a_standing_grant_runs_nothing_through_another_keyring_than_the_recorded_one(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a one-time approval: a process reaching the operator key through another keyring
+    (keyrings.alt's file holding the same key) than the one the chain records is refused."""
+    from keyrings.alt.file import PlaintextKeyring
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    g = gate(store, Calls())
+    grant = granted(store, g)
+    assert live(store, g) == grant
+    other_keys = operator_key.KeyringKeyStore(PlaintextKeyring())  # type: ignore[arg-type]
+    other_keys.save(store.database_id, operator_key.default().key_for_deciding(store))
+    other = operator_key.OperatorKey(other_keys)
+    found, refused = asyncio.run(grants.live(store, other, hash_of(g), host=HOST_A[0]))
+    assert found is None and refused[0].endswith("[KeyringChanged]"), refused

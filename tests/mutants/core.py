@@ -673,6 +673,28 @@ CORE: tuple[Mutation, ...] = (
         "test_a_keyring_other_than_the_recorded_one_runs_nothing_until_the_operator_accepts_it",
     ),
     Mutation(
+        "a standing grant ignores the recorded keyring",
+        "G-KEY-3",
+        "core/grants.py",
+        "        if changed:  # the same as for a one-time approval",
+        "        if False:",
+        "a process reaching the operator key through a planted keyring runs the identical calls a"
+        " standing grant covers",
+        "tests/core/test_grants.py::"
+        "test_a_standing_grant_runs_nothing_through_another_keyring_than_the_recorded_one",
+    ),
+    Mutation(
+        "a proxy on another keyring leaves the tray green",
+        "G-KEY-3",
+        "core/proxy/commands.py",
+        "        if changed:  # its calls wait",
+        "        if False:",
+        "a proxy whose host entry names another keyring runs nothing approved, and the operator"
+        " sees no word of it",
+        "tests/proxy/test_keyring_reach.py::"
+        "test_a_proxy_reaching_another_keyring_than_the_recorded_one_is_shown_in_the_tray",
+    ),
+    Mutation(
         "a folder at the keyring lock is no named refusal",
         "G-KEY-3",
         "core/keyring_calls.py",

@@ -165,3 +165,30 @@ def test_a_left_bus_address_with_escapes_is_not_used(tmp_path: Path) -> None:
 
     with pytest.raises(SessionBusRefused, match="escapes"):
         socket_of(f"unix:path={tmp_path}/bus%2e2")
+
+
+@pytest.mark.guarantee("G-KEY-3")
+def test_a_proxy_reaching_another_keyring_than_the_recorded_one_is_shown_in_the_tray(
+    rig: Rig, tray: TrayApp, tmp_path: Path
+) -> None:
+    """The chain records the Secret Service (the first signed decision). A proxy whose host
+    entry names another keyring (PYTHON_KEYRING_BACKEND) runs nothing approved, and the tray
+    says which proxy, started by which host, and which keyring it reached."""
+    said = anyio.run(write_approved, rig)
+    assert written(tmp_path) == ["once"], said
+    rig.env["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
+    rig.env["XDG_DATA_HOME"] = str(tmp_path / "plaintext")
+
+    async def shown() -> None:
+        async with rig.client("notes") as host:
+            again = await host.call_tool("write_note", {"text": "twice"})
+            assert again.is_error or "approval" in text(again), text(again)
+            await until(lambda: bool(tray.unreachable))
+            [note] = tray.unreachable
+            assert "reaches the keyring keyrings.alt.file.PlaintextKeyring" in note.words()
+            assert "keyring.backends.SecretService.Keyring, the one the chain records" in (
+                note.words()
+            )
+
+    anyio.run(shown)
+    assert written(tmp_path) == ["once"]
