@@ -112,7 +112,7 @@ def register(commands: Any) -> None:
     p = actions.add_parser(
         "set",
         help="read a secret from standard input (never echoed) and keep it in the OS keyring,"
-        " for a header's ${keyring:NAME}",
+        " for a header's or a URL query value's ${keyring:NAME}",
     )
     p.add_argument("name", metavar="NAME")
     p.set_defaults(func=secret_set)
