@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import keyring_calls, private_files
-from core.anchor import Anchor
+from core.anchor import Anchor, holds
 from core.chain import Head
 from core.errors import (
     ChainBroken,
@@ -118,9 +118,14 @@ class Witness:
         places it lies at, forget the alarm, verify again. A keyring that cannot be written
         leaves the alarm standing, saying why."""
         try:
+            kept = self.heads.load(self.store.database_id)
+            if kept is not None:  # accepting never forgives a rollback (as signoff anchor accept)
+                holds(self.store, kept)
             confirm(self.heads, self.store.path, self.store.head())
         except HeadUnavailable as e:
             return self._raise_alarm(f"{self.state.alarm} (not confirmed: {e})", 0)
+        except DatabaseRestored as e:
+            return self._raise_alarm(f"{e} [{type(e).__name__}]", 0)
         return self.acknowledge()
 
     def _check(self, start: Head | None, keyring: bool = True) -> WitnessState:

@@ -101,3 +101,27 @@ def test_another_database_where_one_was_anchored_is_an_alarm_until_the_operator_
         state = witness.accept()
         assert not state.alarm and state.anchored
         assert heads.load(fresh.database_id) == fresh.head()
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_accepting_an_older_copy_of_a_known_database_from_the_tray_is_refused(
+    tmp_path: Path,
+) -> None:
+    heads = MemoryHeadStore()
+    alarm = tmp_path / "alarm.json"
+    here, there = tmp_path / "a" / "signoff.db", tmp_path / "b" / "signoff.db"
+    with Store.open(here) as store, Store.open(there) as other:
+        record_runs(store, 1)
+        with sqlite3.connect(tmp_path / "backup.db") as backup:
+            store._conn.backup(backup)
+        record_run(store, "later")
+        assert Witness(store, heads, tmp_path / "a.json").check_all().anchored
+        assert Witness(other, heads, tmp_path / "b.json").check_all().anchored
+    there.unlink()
+    (tmp_path / "backup.db").rename(there)
+    with Store.open(there) as copy:
+        witness = Witness(copy, heads, alarm)
+        assert "another database lies where one was anchored" in witness.check_all().alarm
+        state = witness.accept()
+        assert state.alarm.endswith("[DatabaseRestored]"), state.alarm
+        assert heads.placed(str(there)).database_id != copy.database_id  # not re-pointed

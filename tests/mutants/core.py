@@ -602,6 +602,16 @@ CORE: tuple[Mutation, ...] = (
         "test_another_database_behind_a_link_put_on_the_way_to_signoff_home_is_seen",
     ),
     Mutation(
+        "the tray's accept forgives a rollback",
+        "G-KEY-2",
+        "core/witness.py",
+        "            if kept is not None:  # accepting never forgives a rollback",
+        "            if False:",
+        "accepting an older copy of a known database from the tray re-points the place to it",
+        "tests/core/test_witness.py::"
+        "test_accepting_an_older_copy_of_a_known_database_from_the_tray_is_refused",
+    ),
+    Mutation(
         "a head another thread kept is taken on trust",
         "G-KEY-2",
         "core/anchor.py",
