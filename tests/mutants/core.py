@@ -606,7 +606,7 @@ CORE: tuple[Mutation, ...] = (
         "G-KEY-2",
         "core/witness.py",
         "            if kept is not None:  # accepting never forgives a rollback",
-        "            if False:",
+        "            if False:  #",
         "accepting an older copy of a known database from the tray re-points the place to it",
         "tests/core/test_witness.py::"
         "test_accepting_an_older_copy_of_a_known_database_from_the_tray_is_refused",
@@ -687,7 +687,7 @@ CORE: tuple[Mutation, ...] = (
         "G-KEY-3",
         "core/grants.py",
         "        if changed:  # the same as for a one-time approval",
-        "        if False:",
+        "        if False:  #",
         "a process reaching the operator key through a planted keyring runs the identical calls a"
         " standing grant covers",
         "tests/core/test_grants.py::"
@@ -698,7 +698,7 @@ CORE: tuple[Mutation, ...] = (
         "G-KEY-3",
         "core/proxy/commands.py",
         "        if changed:  # its calls wait",
-        "        if False:",
+        "        if False:  #",
         "a proxy whose host entry names another keyring runs nothing approved, and the operator"
         " sees no word of it",
         "tests/proxy/test_keyring_reach.py::"

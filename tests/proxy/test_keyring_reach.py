@@ -7,7 +7,9 @@ tray app (offscreen) on the same home (decision 0069)."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -120,8 +122,9 @@ def test_a_proxy_that_cannot_reach_the_keyring_names_why_and_the_tray_shows_it_a
     assert "cannot reach" not in tray.tray.toolTip()
 
 
-def plant(how: str, tmp_path: Path) -> None:
-    """A session bus file the app did not leave, naming a bus that answers."""
+def plant(how: str, tmp_path: Path) -> Path | None:
+    """A session bus file the app did not leave, naming a bus that answers; a folder to remove
+    afterwards, when one was made outside ``tmp_path``."""
     real = os.environ["DBUS_SESSION_BUS_ADDRESS"]
     path = session_bus.left_path()
     path.unlink()
@@ -136,14 +139,18 @@ def plant(how: str, tmp_path: Path) -> None:
     else:  # a socket of another user's, in a folder of theirs
         if os.geteuid() != 0:
             pytest.skip("giving a socket to another user takes root")
-        theirs = tmp_path / "theirs"
-        theirs.mkdir(mode=0o755)
+        # A short folder of its own: a socket's path has at most 107 bytes, and the mutation
+        # runs' temporary folders are long.
+        theirs = Path(tempfile.mkdtemp(prefix="sb-", dir="/tmp"))
+        theirs.chmod(0o755)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(theirs / "bus"))
         os.chown(theirs / "bus", 65534, 65534)
         listener.close()
         path.write_text(f"unix:path={theirs / 'bus'}")
         path.chmod(0o600)
+        return theirs
+    return None
 
 
 @pytest.mark.guarantee("G-KEY-4")
@@ -151,8 +158,12 @@ def plant(how: str, tmp_path: Path) -> None:
 def test_a_session_bus_file_the_app_did_not_leave_is_not_used(
     rig: Rig, tray: TrayApp, tmp_path: Path, how: str
 ) -> None:
-    plant(how, tmp_path)
-    said = anyio.run(write_approved, rig)
+    planted = plant(how, tmp_path)
+    try:
+        said = anyio.run(write_approved, rig)
+    finally:
+        if planted is not None:
+            shutil.rmtree(planted, ignore_errors=True)
     assert "cannot reach the OS keyring: no session bus" in said, said
     assert written(tmp_path) == []
 
