@@ -299,7 +299,7 @@ CORE: tuple[Mutation, ...] = (
         '    sent = payload.get("mac")\n    if sent is None:\n',
         '    sent = payload.get("mac")\n    return None\n    if sent is None:\n',
         "a grant row and event written by whoever can write Signoff's files allow a call",
-        "tests/core/test_grants.py::test_a_forged_grant_event_with_no_mac_is_not_honoured",
+        "tests/core/test_grants.py::test_a_grant_edited_to_name_another_host_is_not_honoured",
     ),
     Mutation(
         "a grant's revocation in the chain is not read",
