@@ -39,13 +39,25 @@ refresh() {
         gtk-update-icon-cache -q -t -f "$data/icons/hicolor" 2>/dev/null || true
 }
 
+# Whether a desktop entry's Exec runs this bundle's program: directly, or through env with a
+# SIGNOFF_HOME, as the app's "Start at login" writes it when the app has one.
+starts_this_bundle() {
+    line=$(grep -m 1 '^Exec=' "$1") || return 1
+    case "$line" in
+        "Exec=$opt/"* | "Exec=\"$opt/"*) return 0 ;;
+        "Exec=env SIGNOFF_HOME="*" $opt/"* | "Exec=env SIGNOFF_HOME="*" \"$opt/"*) return 0 ;;
+        "Exec=env \"SIGNOFF_HOME="*"\" $opt/"* | "Exec=env \"SIGNOFF_HOME="*"\" \"$opt/"*) return 0 ;;
+    esac
+    return 1
+}
+
 uninstall() {
     if [ -L "$bin/signoff" ] && [ "$(readlink "$bin/signoff")" = "$opt/signoff" ]; then
         rm -f "$bin/signoff"
     fi
     rm -f "$data/applications/$APP_ID.desktop"
     rm -f "$data"/icons/hicolor/*/apps/"$APP_ID".png "$data/icons/hicolor/scalable/apps/$APP_ID.svg"
-    if [ -f "$autostart" ] && grep -q "^Exec=\"\{0,1\}$opt/" "$autostart"; then
+    if [ -f "$autostart" ] && starts_this_bundle "$autostart"; then
         rm -f "$autostart"
     fi
     rm -rf "$opt"

@@ -33,7 +33,7 @@ from tests.conftest import need
 from tests.host import text
 from tests.packaging.conftest import Bundle, budget
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bundle")]  # built once, on one worker
 
 MIB = 1024 * 1024
 CLASSES = {"list_notes": "read_only", "read_note": "read_only",
@@ -201,8 +201,9 @@ def test_the_bundle_fits_the_budget_docs_benchmarks_states(bundle: Bundle) -> No
     assert packed <= limit_packed, f"{packed:.1f} MiB as a tarball, over {limit_packed}"
 
 
+@pytest.mark.parametrize("own_home", [False, True], ids=["default home", "a SIGNOFF_HOME"])
 def test_install_sh_installs_for_one_user_and_uninstalls_what_it_installed(
-    bundle: Bundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    bundle: Bundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_home: bool
 ) -> None:
     need(shutil.which("desktop-file-validate") is not None,
          "desktop-file-validate is missing (scripts/system-packages.sh installs it)")  # fmt: skip
@@ -231,7 +232,12 @@ def test_install_sh_installs_for_one_user_and_uninstalls_what_it_installed(
     monkeypatch.setattr("sys.frozen", True, raising=False)
     monkeypatch.setattr("sys.executable", str(opt / "signoff"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    if own_home:  # the entry then runs the bundle through env, with that home
+        monkeypatch.setenv("SIGNOFF_HOME", str(home / "signoff data"))
+    else:
+        monkeypatch.delenv("SIGNOFF_HOME", raising=False)
     autostart.set_enabled(True)
+    assert ("\nExec=env " in (home / ".config/autostart" / autostart.ENTRY).read_text()) is own_home
     kept = home / ".config" / "signoff" / "config.toml"
     kept.parent.mkdir(parents=True)
     kept.write_text("# the operator's\n")
