@@ -9,9 +9,12 @@ never half of one). While a call is still stuck, the next one fails at once rath
 second thread on the same prompt.
 
 Every call Signoff makes into a keyring backend (a read, a write, a deletion), from any of its
-processes, is made under one lock per user (``lock_path``: a file in the user's own cache
-directory, as the password database names the home: an MCP host starts a proxy with few
-variables, and a tray with its own ``XDG_CACHE_HOME`` would otherwise lock another file). A call
+processes, is made under one lock (``lock_path``: a file in the user's own cache directory, as
+the password database names the home: an MCP host starts a proxy with few variables, and a
+tray with its own ``XDG_CACHE_HOME`` would otherwise lock another file): for the Secret Service,
+one per session bus, known by its socket, since what the lock protects is the daemon on that
+bus (two desktops of one user, or the test suite's workers, each have their own); for any other
+backend, one per user. A call
 waits for it blocked in the kernel; the caller's deadline bounds the wait, and a write whose
 caller gave up meanwhile is not made (it would land after its caller answered, outside the lock
 it belonged under: the kept head's, the operator key's). Why every backend and not only the
@@ -89,12 +92,44 @@ def call(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
     return value  # type: ignore[return-value]
 
 
-def lock_path() -> Path:
-    """The file every keyring call of Signoff's is made under (the module's docstring)."""
+def lock_path(per_bus: bool = False) -> Path:
+    """The file a keyring call of Signoff's is made under (the module's docstring). The Secret
+    Service's calls (``per_bus``) are made under the lock of the session bus that reaches it,
+    known by what the bus is, not how its address is spelled (``bus_identity``): one lock per
+    daemon, the same for every process that reaches that daemon."""
+    import hashlib
     import pwd
 
     home = Path(pwd.getpwuid(os.geteuid()).pw_dir)
-    return private_files.make_dir(home / ".cache" / "signoff") / "secret-service.lock"
+    folder = private_files.make_dir(home / ".cache" / "signoff")
+    bus = bus_identity() if per_bus else None
+    if bus is None:
+        return folder / "secret-service.lock"
+    return folder / f"secret-service-{hashlib.sha256(bus.encode()).hexdigest()[:16]}.lock"
+
+
+def bus_identity() -> str | None:
+    """The session bus of ``DBUS_SESSION_BUS_ADDRESS`` (its first address, as libdbus tries
+    first), as what it is: a ``unix:path`` socket by its device and inode (any spelling of the
+    path, escaped or through a link, and any ``guid`` added, name the same socket), an abstract
+    socket by its name; None when there is none to know (no address, another transport, no
+    socket there: the lock of the user then)."""
+    from urllib.parse import unquote
+
+    address = os.environ.get("DBUS_SESSION_BUS_ADDRESS", "").split(";")[0]
+    transport, _, params = address.partition(":")
+    if transport != "unix":
+        return None
+    values = dict(p.split("=", 1) for p in params.split(",") if "=" in p)
+    if "path" in values:
+        try:
+            found = os.stat(unquote(values["path"]))
+        except (OSError, ValueError):
+            return None
+        return f"socket:{found.st_dev}:{found.st_ino}"
+    if "abstract" in values:
+        return f"abstract:{unquote(values['abstract'])}"
+    return None
 
 
 def lock_refused() -> str:
@@ -103,22 +138,26 @@ def lock_refused() -> str:
     from core.errors import UnsafePermissions
     from core.filelock import refused, what_is_at
 
-    try:
-        path = lock_path()
-    except (OSError, UnsafePermissions) as e:
-        return str(e)
-    what = what_is_at(path)
-    return refused(path, what) if what else ""
+    for per_bus in (True, False):
+        try:
+            path = lock_path(per_bus)
+        except (OSError, UnsafePermissions) as e:
+            return str(e)
+        what = what_is_at(path)
+        if what:
+            return refused(path, what)
+    return ""
 
 
-def one_at_a_time(operation: Callable[[], T], *, writes: bool) -> T:
-    """``operation()`` under the lock; a write not made at all when its caller gave up while it
-    waited for it. Something else at the lock's path (a folder, a link, another user's file) is
-    never waited on: ``KeyringLockRefused`` says what is there (decision 0067)."""
+def one_at_a_time(operation: Callable[[], T], *, writes: bool, per_bus: bool = False) -> T:
+    """``operation()`` under the lock (``per_bus``: the Secret Service's, ``lock_path``); a write
+    not made at all when its caller gave up while it waited for it. Something else at the lock's
+    path (a folder, a link, another user's file) is never waited on: ``KeyringLockRefused``
+    says what is there (decision 0067)."""
     from core.errors import UnsafePermissions
 
     try:
-        path = lock_path()
+        path = lock_path(per_bus)
     except (OSError, UnsafePermissions) as e:  # the lock's folder itself is not Signoff's
         raise KeyringLockRefused(f"no keyring call can be made: {e}") from None
     try:

@@ -150,6 +150,7 @@ class Keyring(SecretService.Keyring):
         return one_at_a_time(
             lambda: _steadily(lambda: self._on_kept(partial(self._read, service, username))),
             writes=False,
+            per_bus=True,
         )
 
     def _read(self, service: str, username: str, collection: Any) -> str | None:
@@ -165,7 +166,7 @@ class Keyring(SecretService.Keyring):
         def write(collection: Any) -> None:
             collection.create_item(label, attributes, password, replace=True)
 
-        one_at_a_time(lambda: _steadily(lambda: self._on_kept(write)), writes=True)
+        one_at_a_time(lambda: _steadily(lambda: self._on_kept(write)), writes=True, per_bus=True)
 
     def delete_password(self, service: str, username: str) -> None:
         def delete(collection: Any) -> None:
@@ -174,7 +175,7 @@ class Keyring(SecretService.Keyring):
                 return
             raise PasswordDeleteError("No such password!")
 
-        one_at_a_time(lambda: _steadily(lambda: self._on_kept(delete)), writes=True)
+        one_at_a_time(lambda: _steadily(lambda: self._on_kept(delete)), writes=True, per_bus=True)
 
 
 def steady(backend: Any) -> Any:

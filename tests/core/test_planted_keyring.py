@@ -237,7 +237,7 @@ def lock_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     private one instead."""
     path = tmp_path / "cache" / "secret-service.lock"
     path.mkdir(parents=True)
-    monkeypatch.setattr(keyring_calls, "lock_path", lambda: path)
+    monkeypatch.setattr(keyring_calls, "lock_path", lambda *_: path)
     return path
 
 
@@ -272,7 +272,7 @@ def test_a_file_where_the_lock_folder_should_be_is_named_as_the_lock_refused(
     cache.write_text("not a folder")
     monkeypatch.setattr(
         keyring_calls, "lock_path",
-        lambda: private_files.make_dir(cache) / "secret-service.lock",
+        lambda *_: private_files.make_dir(cache) / "secret-service.lock",
     )  # fmt: skip
     keys = OperatorKey(KeyringKeyStore())
     with Store.open(home / "signoff.db") as store:
@@ -293,7 +293,7 @@ def test_signoff_approve_prints_what_stands_at_the_lock_path(home: Path, tmp_pat
     folder.mkdir(parents=True)
     script = (
         "import sys; from pathlib import Path; from core import keyring_calls, cli;"
-        f" keyring_calls.lock_path = lambda: Path({str(folder)!r});"
+        f" keyring_calls.lock_path = lambda *_: Path({str(folder)!r});"
         " sys.exit(cli.main(sys.argv[1:]))"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SIGNOFF_HOME": str(home)}

@@ -4,13 +4,16 @@ real gnome-keyring (core/secret_service.py)."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from core import keyring_calls
 from tests.conftest import ROOT, _secret_service_problem, need
 
 # One process of these per role, each through the backend Signoff's own code uses.
@@ -307,3 +310,47 @@ def test_the_backend_is_chosen_once_per_process_unless_none_answered(
     for _ in range(3):
         keyring_calls.backend()
     assert len(asked) == 4
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_one_bus_however_its_address_is_spelled_has_one_lock_and_two_buses_two(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Secret Service's calls are made one at a time per daemon: every process that reaches
+    the same bus takes the same lock, whether its address came from the environment, the
+    standard place, a link, or the app's left file; another bus (another desktop, another test
+    worker) has its own."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as short:  # a socket path holds 107 bytes
+        folder = Path(short)
+        listening = []
+        for name in ("bus", "other"):
+            sock = socket.socket(socket.AF_UNIX)
+            sock.bind(str(folder / name))
+            listening.append(sock)
+        (folder / "link").symlink_to(folder / "bus")
+        escaped = "".join(f"%{b:02x}" if chr(b) == "/" else chr(b) for b in str(folder).encode())
+
+        def lock(address: str | None) -> Path:
+            if address is None:
+                monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+            else:
+                monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", address)
+            return keyring_calls.lock_path(True)
+
+        try:
+            one = lock(f"unix:path={folder}/bus")
+            assert one.name != "secret-service.lock"
+            for spelled in (f"unix:path={folder}/bus,guid=0123456789abcdef0123456789abcdef",
+                            f"unix:path={folder}/link", f"unix:path={escaped}/bus",
+                            f"unix:path={folder}/./bus;unix:path={folder}/other"):  # fmt: skip
+                assert lock(spelled) == one, spelled
+            assert lock(f"unix:path={folder}/other") not in (one, lock(None))
+            assert lock("unix:abstract=signoff-x") == lock("unix:abstract=signoff-x,guid=01")
+            assert lock("unix:abstract=signoff-x") != lock("unix:abstract=signoff-y")
+            per_user = keyring_calls.lock_path(False)
+            assert per_user.name == "secret-service.lock" and per_user.parent == one.parent
+            for none in (None, "", "tcp:host=localhost,port=1", f"unix:path={folder}/gone"):
+                assert lock(none) == per_user, none
+        finally:
+            for sock in listening:
+                sock.close()

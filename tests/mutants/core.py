@@ -526,6 +526,17 @@ CORE: tuple[Mutation, ...] = (
         "test_reads_beside_a_writer_of_a_file_keyring_never_miss_the_operator_key",
     ),
     Mutation(
+        "the Secret Service's lock follows the bus address as spelled",
+        "G-KEY-2",
+        "core/keyring_calls.py",
+        '        return f"socket:{found.st_dev}:{found.st_ino}"\n',
+        '        return f"socket:{address}"\n',
+        "two processes reaching one daemon through two spellings of its bus (a link, an escape,"
+        " a guid) call it at the same time",
+        "tests/core/test_secret_service.py::"
+        "test_one_bus_however_its_address_is_spelled_has_one_lock_and_two_buses_two",
+    ),
+    Mutation(
         "the kept head moves back",
         "G-KEY-2",
         "core/anchor.py",
