@@ -12,7 +12,11 @@ echo "== ruff"
 .venv/bin/ruff format --check .
 echo "== mypy (strict on core/)"; .venv/bin/mypy
 echo "== pytest"
-if command -v dbus-run-session >/dev/null && command -v gnome-keyring-daemon >/dev/null; then
-    exec dbus-run-session -- bash scripts/with-secret-service.sh .venv/bin/pytest "$@"
-fi
-exec .venv/bin/pytest "$@"
+# Workers side by side, each with a desktop of its own (tests/private_desktop.py); the 15
+# slowest tests, then the time of each part against its budget (tests/suite_time.py).
+# SIGNOFF_TEST_WORKERS=0 runs them all in this one process.
+status=0
+.venv/bin/pytest -n "${SIGNOFF_TEST_WORKERS:-4}" --dist loadgroup --durations=15 \
+    --junit-xml=build/test-report.xml "$@" || status=$?
+.venv/bin/python -m tests.suite_time build/test-report.xml || true
+exit "$status"

@@ -137,6 +137,40 @@ def gate_store(home: Path) -> Iterator[Store]:
         check_consistency(s)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Every process that runs tests gets a desktop of its own (tests/private_desktop.py); an
+    xdist controller, which runs none, does not."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    from tests.private_desktop import PrivateDesktop
+
+    desktop = PrivateDesktop()
+    config.add_cleanup(desktop.close)
+    desktop.start()
+
+
+MODAL_WAIT = 30.0  # seconds a modal question may wait for its answer in a test
+
+
+@pytest.fixture(autouse=True)
+def _no_unanswered_modal(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A modal question nobody answers fails its test instead of hanging it: a Qt test's nested
+    event loop never gives pytest-timeout's signal a chance, so a timer of that loop closes a
+    modal widget left waiting MODAL_WAIT seconds, and the test fails naming what it asked."""
+    if "qtbot" not in request.fixturenames and "qapp" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("qapp")
+    from tests.app.modal_watch import ModalWatch
+
+    watch = ModalWatch(MODAL_WAIT)
+    yield
+    unanswered = watch.stop()
+    if unanswered:
+        pytest.fail(f"a modal question waited {MODAL_WAIT:.0f} s with nobody to answer it: "
+                    f"{unanswered}")  # fmt: skip
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--guarantee", action="append", default=[], metavar="ID",
@@ -146,12 +180,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wanted = set(config.getoption("--guarantee"))
-    if not wanted:
+    if wanted:
+        keep, drop = [], []
+        for item in items:
+            ids = {m.args[0] for m in item.iter_markers("guarantee") if m.args}
+            (keep if ids & wanted else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+    # The slow tests first, each file's in its order: handed out first to the workers
+    # (--dist loadgroup), they do not end the run on one worker while the others wait.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A worker under ``--dist loadgroup`` whose grouped tests were not grouped stops the run:
+    xdist groups by a suffix of the node id, which some pytest releases silently drop
+    (pytest-dev/pytest-xdist#1386), and each worker would then build the bundle again."""
+    config = session.config
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
         return
-    keep, drop = [], []
-    for item in items:
-        ids = {m.args[0] for m in item.iter_markers("guarantee") if m.args}
-        (keep if ids & wanted else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    for item in session.items:
+        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+            raise pytest.UsageError(
+                f"xdist did not group {item.nodeid}: this pytest and pytest-xdist do not work"
+                " together for --dist loadgroup (pytest-dev/pytest-xdist#1386)"
+            )

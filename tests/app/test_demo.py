@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QAction
+from pytestqt.exceptions import TimeoutError as WaitTimeout
 
 from app.demo import HOME
 from app.dialog import ApprovalDialog
@@ -45,7 +46,11 @@ def _dialog_for(tray: TrayApp, qtbot, tool: str) -> ApprovalDialog:
     def found() -> ApprovalDialog | None:
         return next((d for d in tray.demo.dialogs.values() if d.pending.tool == tool), None)
 
-    qtbot.waitUntil(lambda: found() is not None, timeout=DEMO_SECONDS)
+    try:
+        qtbot.waitUntil(lambda: found() is not None, timeout=DEMO_SECONDS)
+    except WaitTimeout as e:  # say what the demo did meanwhile
+        log = tray.demo.log_path.read_text(errors="replace")[-3000:]
+        raise AssertionError(f"no dialog for the demo's {tool}: {e}\nthe demo said:\n{log}") from e
     dialog = found()
     assert dialog is not None and dialog.isVisible()
     return dialog

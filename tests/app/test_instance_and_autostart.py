@@ -9,7 +9,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -27,11 +26,12 @@ def test_a_second_start_hands_over_to_the_running_app_and_exits(home: Path) -> N
         first = subprocess.Popen([str(SIGNOFF)], env=_app_env(home), stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while not (home / "run" / "wake.sock").exists():  # the app listens: it is up
+
+        def up() -> bool:  # the app listens
             assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline, "the app did not start"
-            time.sleep(0.05)
+            return (home / "run" / "wake.sock").exists()
+
+        wait_for(up, "the first app listening on its wake-up socket", 60)
         with _umask(0o002):
             second = subprocess.run([str(SIGNOFF)], env=_app_env(home), capture_output=True,
                                     text=True, timeout=60, check=False)  # fmt: skip

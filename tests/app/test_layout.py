@@ -41,6 +41,10 @@ def probe(folder: Path, width: int, height: int, scale: int) -> dict[str, list[s
     return {w: [p for p in said["problems"] if p.startswith(f"{w}:")] for w in WINDOWS}
 
 
+# Its module fixture is set up once: the file's tests run on one worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("test_layout")
+
+
 @pytest.fixture(scope="module", params=list(SCREENS))
 def problems(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     width, height, scale = SCREENS[request.param]

@@ -24,7 +24,7 @@ from tests.conformance.differences import Context
 from tests.conformance.script import FEATURES, INSPECTOR, SDK, SDK_AUTO, Step, steps
 from tests.conformance.targets import SERVERS, Proxied, Target, build, configure
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("conformance")]  # its servers once
 
 RUNS = [(server, client) for server in SERVERS for client in (SDK, INSPECTOR)] + [
     ("everything", SDK_AUTO)

@@ -9,6 +9,7 @@ import pytest
 
 from core.call_queue import CallQueue
 from core.errors import RunStateError
+from tests.waiting import until
 
 
 def _wait_for(condition: object, what: str) -> None:
@@ -69,8 +70,7 @@ def test_a_task_waits_for_a_thread_while_its_event_loop_goes_on() -> None:
         thread.start()
         await asyncio.to_thread(holding.wait)
         task = asyncio.create_task(call())
-        while len(queue._waiters) != 1:
-            await asyncio.sleep(0.001)
+        await until(lambda: len(queue._waiters) == 1, "the task waiting in the queue")
         order.append("the loop went on")
         release.set()
         await task

@@ -74,6 +74,10 @@ class Boundary:
         return sqlite3.connect(f"file:{self.home / 'signoff.db'}?mode=ro", uri=True)
 
 
+# Its module fixture is set up once: the file's tests run on one worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("test_host_boundary")
+
+
 @pytest.fixture(scope="module")
 def boundary(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Boundary]:
     home = tmp_path_factory.mktemp("home")

@@ -30,6 +30,7 @@ from core.proxy.server import Proxy
 from core.store import Store
 from tests.host import text
 from tests.proxy.rig import NOTES_TOOLS, Rig
+from tests.waiting import until
 
 pytestmark = pytest.mark.guarantee("G-PROXY-4")
 
@@ -163,8 +164,10 @@ def test_another_hosts_identical_call_under_way_waits_as_a_duplicate_even_under_
                     answers["a"] = await call(a, line)
 
                 tg.start_soon(first)
-                while written(notes, line) == 0:  # the server acted; its answer is 2 s away
-                    await anyio.sleep(0.02)
+                # The server acted; its answer is 2 s away.
+                await until(
+                    lambda: written(notes, line), "the server writing the first call's note"
+                )
                 answers["b"] = await call(b, line)
             assert answers["a"] == f"wrote '{line}'"
             assert answers["b"].startswith(DUPLICATE), answers["b"]

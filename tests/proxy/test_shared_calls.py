@@ -26,9 +26,14 @@ from core.records import pending_requests
 from core.store import Store
 from tests.host import text
 from tests.proxy.rig import NOTES_TOOLS, Rig
+from tests.waiting import until
 
 PENDING = "This call needs the operator's approval and has not run."
 DUPLICATE = "An identical call may already have taken effect; this one waits for the operator"
+
+
+# Its module fixture is set up once: the file's tests run on one worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("test_shared_calls")
 
 
 @pytest.fixture(scope="module")
@@ -147,8 +152,16 @@ def test_a_grant_another_proxy_executes_is_waited_for_run_once_and_collected_onc
             # The second proxy, serving the same call, attached the grant first.
             session, verdict = second._require_gate().attach(run_id)
             assert verdict is not None
+            awaiting = asyncio.Event()  # the first proxy found the grant claimed, and waits
+            await_outcome = first.recall.await_outcome
+
+            async def awaits(*args: Any) -> Any:
+                awaiting.set()
+                return await await_outcome(*args)
+
+            first.recall.await_outcome = awaits  # type: ignore[method-assign]
             waiting = asyncio.create_task(first.call("write_note", args))
-            await asyncio.sleep(0.01)  # the first proxy finds the grant claimed, and waits
+            await until(awaiting.is_set, "the first proxy waiting for the other's outcome")
             executed: Any = await second._after_verdict(second.exposed["write_note"], session,
                                                         verdict)  # fmt: skip
             assert text(executed) == "wrote 'claimed'"
@@ -170,8 +183,9 @@ def test_the_lock_of_a_call_is_forgotten_once_it_is_answered(
         async with proxies(config, home / "signoff.db", 1) as (proxy,):
             first = asyncio.create_task(proxy.call("write_note", {"text": "one"}))
             second = asyncio.create_task(proxy.call("write_note", {"text": "one"}))
-            await asyncio.sleep(0.01)
-            assert len(proxy._locks) == 1  # the identical calls wait for each other
+            # The identical calls wait for each other: one lock, held by one, awaited by both.
+            await until(lambda: sum(proxy._lock_users.values()) == 2, "both calls at the lock")
+            assert len(proxy._locks) == 1
             await asyncio.gather(first, second)
             for n in range(20):
                 await proxy.call("read_note", {} if n % 2 else {"n": n})

@@ -196,7 +196,6 @@ class SecretServiceDaemon:
             need(shutil.which(tool) is not None, f"{tool} is not installed (make test installs it)")
         self.root = root
         (root / "data").mkdir(mode=0o700, parents=True, exist_ok=True)
-        (root / "runtime").mkdir(mode=0o700, exist_ok=True)
         (root / "bus.conf").write_text(PRIVATE_BUS)
         self._log = (root / "daemons.log").open("ab")
         self._bus = subprocess.Popen(
@@ -207,11 +206,17 @@ class SecretServiceDaemon:
         assert self._bus.stdout is not None
         self.address = read_ready_line(self._bus.stdout.fileno(), "dbus-daemon's address")
         self._daemon: subprocess.Popen[bytes] | None = None
+        self._starts = 0
 
     def start(self) -> None:
+        # A runtime folder per start: a stopped daemon may leave its control socket behind,
+        # and the next one, finding the name taken, would exit at once.
+        self._starts += 1
+        runtime = self.root / f"runtime-{self._starts}"
+        runtime.mkdir(mode=0o700)
         env = {**os.environ, "DBUS_SESSION_BUS_ADDRESS": self.address,
                "XDG_DATA_HOME": str(self.root / "data"),
-               "XDG_RUNTIME_DIR": str(self.root / "runtime")}  # fmt: skip
+               "XDG_RUNTIME_DIR": str(runtime)}  # fmt: skip
         daemon = subprocess.Popen(
             ["gnome-keyring-daemon", "--foreground", "--unlock", "--components=secrets"],
             stdin=subprocess.PIPE, stdout=self._log, stderr=self._log, env=env,
@@ -221,7 +226,10 @@ class SecretServiceDaemon:
         daemon.stdin.close()
         self._daemon = daemon
         wait_for(lambda: self.serving() or daemon.poll() is not None, "the Secret Service")
-        assert daemon.poll() is None, f"gnome-keyring-daemon exited ({daemon.returncode})"
+        if daemon.poll() is not None:
+            self._log.flush()
+            said = (self.root / "daemons.log").read_text(errors="replace")[-3000:]
+            raise AssertionError(f"gnome-keyring-daemon exited ({daemon.returncode}):\n{said}")
 
     def stop(self) -> None:
         """As when the daemon goes away: it is ended, and its name leaves the bus."""

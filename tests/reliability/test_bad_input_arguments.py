@@ -50,6 +50,10 @@ def signoff(home: Path, *args: str) -> None:
     run_signoff(*args, home=home, ok=True)
 
 
+# Its module fixture is set up once: the file's tests run on one worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("test_bad_input_arguments")
+
+
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawHost]:
     home = tmp_path_factory.mktemp("home")
