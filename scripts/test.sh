@@ -12,11 +12,23 @@ echo "== ruff"
 .venv/bin/ruff format --check .
 echo "== mypy (strict on core/)"; .venv/bin/mypy
 echo "== pytest"
-# Workers side by side, each with a desktop of its own (tests/private_desktop.py); the 15
-# slowest tests, then the time of each part against its budget (tests/suite_time.py).
-# SIGNOFF_TEST_WORKERS=0 runs them all in this one process.
+# The tests side by side, 4 workers each with a desktop of its own (tests/private_desktop.py);
+# then, in a whole run, alone on the whole machine, the ones that measure it (marked
+# whole_machine). Each run prints its slowest tests; then the time of each part against its
+# budget (tests/suite_time.py). With arguments, one run side by side of what they select.
+# SIGNOFF_TEST_WORKERS=0 runs the tests in one process.
+side_by_side=(-n "${SIGNOFF_TEST_WORKERS:-4}" --dist loadgroup --durations=15)
+rm -f build/test-report.xml build/test-report-apart.xml
 status=0
-.venv/bin/pytest -n "${SIGNOFF_TEST_WORKERS:-4}" --dist loadgroup --durations=15 \
-    --junit-xml=build/test-report.xml "$@" || status=$?
-.venv/bin/python -m tests.suite_time build/test-report.xml || true
+if [ "$#" -gt 0 ]; then
+    .venv/bin/pytest "${side_by_side[@]}" --junit-xml=build/test-report.xml "$@" || status=$?
+else
+    .venv/bin/pytest "${side_by_side[@]}" -m "not whole_machine" \
+        --junit-xml=build/test-report.xml || status=$?
+    apart=0
+    .venv/bin/pytest -n 0 --durations=15 -m whole_machine \
+        --junit-xml=build/test-report-apart.xml || apart=$?
+    [ "$status" -eq 0 ] && status=$apart
+fi
+.venv/bin/python -m tests.suite_time build/test-report.xml build/test-report-apart.xml || true
 exit "$status"

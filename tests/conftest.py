@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 IN_CI = bool(os.environ.get("CI"))
 # The console script installed beside this interpreter: the entry point a person runs.
 SIGNOFF = Path(sys.executable).with_name("signoff")
+TESTS_NICENESS = 5  # added to a test process's niceness once its desktop's daemons run
 
 
 def need(condition: bool, reason: str) -> None:
@@ -147,6 +148,10 @@ def pytest_configure(config: pytest.Config) -> None:
     desktop = PrivateDesktop()
     config.add_cleanup(desktop.close)
     desktop.start()
+    # The tests, and all they start, yield to the desktop's daemons, as a person's programs do
+    # not crowd out their keyring: the workers side by side keep two cores busy, and a keyring
+    # call of the product has 5 s to answer. Lowering one's own priority needs no privilege.
+    os.nice(TESTS_NICENESS)
 
 
 MODAL_WAIT = 30.0  # seconds a modal question may wait for its answer in a test

@@ -62,4 +62,4 @@ def test_the_time_of_a_run_is_summed_per_part_from_pytests_own_report(tmp_path: 
         timeout=60,
         check=True,
     ).stdout
-    assert "core" in shown and "the run itself" in shown
+    assert "core" in shown and "the runs themselves" in shown

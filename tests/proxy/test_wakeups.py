@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -28,6 +30,18 @@ pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix 
 BACKSTOP = "600"  # seconds: the proxy's store poll, far beyond every deadline below
 DEADLINE = 60.0  # seconds a woken call may take to return, however slow the machine
 HOLD = 300  # seconds: the call is held far longer than the deadline too
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private SIGNOFF_HOME under a short folder: a proxy's socket path in it
+    (``run/proxies/PID-ID.sock``) must fit in a socket address's 107 bytes, which a test's own
+    folder under a test worker's or a mutation run's does not."""
+    with tempfile.TemporaryDirectory(prefix="so-", dir="/tmp") as short:
+        path = Path(short) / "home"
+        path.mkdir(mode=0o700)
+        monkeypatch.setenv("SIGNOFF_HOME", str(path))
+        yield path
 
 
 def dead_socket(path: Path) -> None:

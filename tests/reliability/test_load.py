@@ -40,7 +40,7 @@ from tests.reliability.loadkit import (
     setup_home,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.whole_machine]  # its rates are the machine's
 
 HOSTS = 4
 WORKERS = 4  # calls in flight per host

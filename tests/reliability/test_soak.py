@@ -33,7 +33,7 @@ from tests.reliability.loadkit import (
     setup_home,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.whole_machine]  # its rates are the machine's
 
 CALLS = 10_000
 FIRST = 1_000
