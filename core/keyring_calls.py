@@ -174,19 +174,33 @@ class Serialised:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+        self.per_bus = _is_secret_service(inner)  # the Secret Service's lock, not the user's
 
     def get_password(self, service: str, username: str) -> str | None:
         read = self.inner.get_password
-        return one_at_a_time(lambda: read(service, username), writes=False)  # type: ignore[no-any-return]
+        return one_at_a_time(lambda: read(service, username), writes=False, per_bus=self.per_bus)  # type: ignore[no-any-return]
 
     def set_password(self, service: str, username: str, password: str) -> None:
-        one_at_a_time(lambda: self.inner.set_password(service, username, password), writes=True)
+        write = self.inner.set_password
+        one_at_a_time(lambda: write(service, username, password), writes=True,
+                      per_bus=self.per_bus)  # fmt: skip
 
     def delete_password(self, service: str, username: str) -> None:
-        one_at_a_time(lambda: self.inner.delete_password(service, username), writes=True)
+        delete = self.inner.delete_password
+        one_at_a_time(lambda: delete(service, username), writes=True, per_bus=self.per_bus)
 
     def __repr__(self) -> str:
         return f"Serialised({self.inner!r})"
+
+
+def _is_secret_service(backend: Any) -> bool:
+    """Whether ``backend`` is a Secret Service backend (the package's, or one made from it):
+    its calls go to the daemon on the session bus, under that bus's lock."""
+    try:
+        from keyring.backends.SecretService import Keyring as SecretService
+    except ImportError:  # pragma: no cover  # the package always has it
+        return False
+    return isinstance(backend, SecretService)
 
 
 def find_session_bus() -> None:

@@ -70,8 +70,10 @@ def run_claims_tests(tree: Path, where: Path, mutation: Mutation, *tests: str) -
     """Its claim's marked tests in ``tests`` (files or node ids), stopping at the first failure:
     the exit code, the failing tests' ids, and the end of the output."""
     done = subprocess.run(
+        # Without hypothesis's pytest plugin, which imports all of hypothesis at start (half
+        # of a small run's time): a test that uses hypothesis imports what it needs.
         [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-         "--guarantee", mutation.guarantee, "-m", "not mutation",
+         "-p", "no:hypothesispytest", "--guarantee", mutation.guarantee, "-m", "not mutation",
          "--basetemp", str(where), *tests],
         cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True,
         timeout=RUN_TIMEOUT, check=False,

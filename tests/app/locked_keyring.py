@@ -25,6 +25,7 @@ from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from keyring.backends import SecretService
 from PySide6.QtWidgets import QApplication
 
 from core.heads import KeyringHeadStore
@@ -34,10 +35,13 @@ from core.store import Store
 DEADLINE = 30.0
 
 
-class Watched:
-    """A real keyring backend whose calls are counted, and, blocked, wait until released."""
+class Watched(SecretService.Keyring):
+    """The real Secret Service, its calls counted, and, blocked, waiting until released. A
+    Secret Service backend itself, so that its calls are made under the lock of the bus it
+    reaches, as the real one's are (core/keyring_calls.py), not under the user's."""
 
     def __init__(self, backend: Any, blocked: bool) -> None:
+        super().__init__()
         self.backend = backend
         self.calls = 0
         self.released = threading.Event()
@@ -67,7 +71,6 @@ def wait(qt: QApplication, condition: Any) -> bool:
 
 def main(mode: str, out: Path) -> None:
     import secretstorage
-    from keyring.backends import SecretService
 
     from app.tray import TrayApp
     from core import keyring_calls

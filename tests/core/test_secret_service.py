@@ -3,6 +3,7 @@ real gnome-keyring (core/secret_service.py)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import subprocess
@@ -354,3 +355,37 @@ def test_one_bus_however_its_address_is_spelled_has_one_lock_and_two_buses_two(
         finally:
             for sock in listening:
                 sock.close()
+
+
+def held_locks() -> list[str]:
+    """Which keyring locks another process could not take now: "bus", "user"."""
+    held = []
+    for name, per_bus in (("bus", True), ("user", False)):
+        fd = os.open(keyring_calls.lock_path(per_bus), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held.append(name)
+        finally:
+            os.close(fd)  # a lock of this descriptor goes with it
+    return held
+
+
+@pytest.mark.guarantee("G-KEY-2")
+def test_a_secret_service_backend_takes_its_bus_lock_and_a_file_keyring_the_users() -> None:
+    """A backend made from the package's Secret Service one (a test's, a subclass) is called
+    under its bus's lock, as the steady backend is; a file keyring under the user's."""
+    need(keyring_calls.bus_identity() is not None, "no session bus: run the tests with make test")
+    from keyring.backends import SecretService
+    from keyrings.alt.file import PlaintextKeyring
+
+    class Made(SecretService.Keyring):
+        def get_password(self, service: str, username: str) -> str | None:
+            return ",".join(held_locks())
+
+    class File(PlaintextKeyring):
+        def get_password(self, service: str, username: str) -> str | None:
+            return ",".join(held_locks())
+
+    assert keyring_calls.backend(Made()).get_password("s", "u") == "bus"
+    assert keyring_calls.backend(File()).get_password("s", "u") == "user"

@@ -537,6 +537,17 @@ CORE: tuple[Mutation, ...] = (
         "test_one_bus_however_its_address_is_spelled_has_one_lock_and_two_buses_two",
     ),
     Mutation(
+        "a Secret Service backend made from the package's is called under the user's lock",
+        "G-KEY-2",
+        "core/keyring_calls.py",
+        "        self.per_bus = _is_secret_service(inner)",
+        "        self.per_bus = False",
+        "a Secret Service backend not Signoff's own waits on, and holds, the lock of every file"
+        " keyring of the user instead of its daemon's",
+        "tests/core/test_secret_service.py::"
+        "test_a_secret_service_backend_takes_its_bus_lock_and_a_file_keyring_the_users",
+    ),
+    Mutation(
         "the kept head moves back",
         "G-KEY-2",
         "core/anchor.py",
