@@ -37,6 +37,8 @@ pytestmark = pytest.mark.slow
 SOCKET = "signoff-test"
 KEYRING = "keyrings.alt.file.PlaintextKeyring"  # in the test's XDG_DATA_HOME
 
+REPORT_WAIT = 90.0  # seconds: the probe's own deadline (60 s), and its start
+
 
 def _wayland_plugin() -> Path:
     import PySide6
@@ -102,7 +104,9 @@ def test_the_dialog_and_the_history_open_paint_and_close_on_wayland(
             item = host.wait_for_item(20)
             host.click(item, _entry(host, item, "srv/push "))
             host.click(item, _entry(host, item, "History…"))
-            report: dict[str, Any] = json.loads(read_ready_line(out, "the windows, shown"))
+            report: dict[str, Any] = json.loads(
+                read_ready_line(out, "the windows, shown", REPORT_WAIT)
+            )
             assert process.wait(20) == 0
         except (AssertionError, json.JSONDecodeError) as e:
             raise AssertionError(f"{e}; its log:\n{compositor.log('probe')}") from None
