@@ -193,9 +193,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-    # The slow tests first, each file's in its order: handed out first to the workers
-    # (--dist loadgroup), they do not end the run on one worker while the others wait.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # Under xdist, the slow tests first, each file's in its order: handed out first to the
+    # workers (--dist loadgroup), they do not end the run on one worker while the others wait.
+    # A run in one process keeps the order it was given (a mutation's run: its first failure).
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -11,17 +11,20 @@ from tests import suite_time, touched
 from tests.conftest import ROOT
 
 
-def test_a_module_brings_the_tests_that_import_it_and_those_named_after_it() -> None:
+def test_a_module_brings_its_packages_tests_that_import_it_and_those_named_after_it() -> None:
     found = touched.tests_for(["core/canonical.py"])
     assert "tests/core/test_canonical.py" in found  # named after it (and imports it)
-    importers = [
+    importers = {
         str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
         if touched.imports(p.read_text(), "core.canonical")
-    ]  # fmt: skip
-    assert importers and set(importers) <= set(found)
-    assert "tests/core/test_store.py" not in found or touched.imports(
-        (ROOT / "tests/core/test_store.py").read_text(), "core.canonical"
+    }  # fmt: skip
+    ours = {t for t in importers if t.startswith("tests/core/")}
+    assert ours and ours <= set(found)
+    assert importers - ours and not (importers - ours) & set(found)  # other packages' tests wait
+    assert touched.tests_for(["core/proxy/server.py"]) == sorted(
+        t for t in touched.tests_for(["core/proxy/server.py"]) if t.startswith("tests/proxy/")
     )
+    assert "tests/test_suite_tools.py" in touched.tests_for(["tests/touched.py"])
 
 
 def test_each_way_of_importing_a_module_counts_and_a_longer_name_does_not() -> None:

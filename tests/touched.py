@@ -6,13 +6,15 @@ prints the test files, one per line, for the files changed since BASE (by defaul
 commit, ``HEAD``), uncommitted and untracked files included:
 
 - a test file: itself;
-- a module of Signoff (``core/``, ``app/``) or a helper of the tests (``tests/``): the test
-  files that import it by name, and the test files named after it (``test_NAME*.py``);
+- a module of Signoff: the test files of its package's tests (``core/proxy/`` →
+  ``tests/proxy/``, ``app/`` → ``tests/app/``, the rest of ``core/`` → ``tests/core/``) that
+  import it by name, and the test files named after it (``test_NAME*.py``) wherever they are;
+- a helper of the tests (``tests/``): the test files that import it, wherever they are;
 - the docs and the README: tests/test_docs.py, which checks them.
 
-Only direct imports count: a module that half the suite reaches through a helper would bring
-half the suite, and the quick loop is for the next two minutes, not the last word. ``make test``
-runs everything.
+Only direct imports count, and only in the package's own tests: the store, which nearly every
+test imports, would bring nearly the whole suite, and the quick loop is for the next two
+minutes, not the last word. ``make test`` runs everything.
 """
 
 from __future__ import annotations
@@ -60,6 +62,15 @@ def imports(source: str, module: str) -> bool:
     )  # fmt: skip
 
 
+def package_tests(path: str) -> str:
+    """The folder of the tests of a module's package (ARCHITECTURE.md: tests mirror them)."""
+    if path.startswith("core/proxy/"):
+        return "tests/proxy/"
+    if path.startswith("app/"):
+        return "tests/app/"
+    return "tests/core/"
+
+
 def tests_for(paths: list[str]) -> list[str]:
     test_files = sorted(p.relative_to(ROOT) for p in (ROOT / "tests").rglob("test_*.py"))
     sources = {str(p): (ROOT / p).read_text() for p in test_files}
@@ -77,8 +88,10 @@ def tests_for(paths: list[str]) -> list[str]:
         if module is None:
             continue
         stem = Path(path).stem
+        where = "tests/" if path.startswith("tests/") else package_tests(path)
         for test, source in sources.items():
-            if imports(source, module) or Path(test).name.startswith(f"test_{stem}"):
+            named = Path(test).name.startswith(f"test_{stem}")
+            if named or (test.startswith(where) and imports(source, module)):
                 wanted.add(test)
     return sorted(wanted)
 
