@@ -16,5 +16,6 @@ if [ "${#tests[@]}" -eq 0 ]; then
     exit 0
 fi
 echo "== pytest: ${#tests[@]} files (the slow ones and the mutations wait for make test)"
-exec .venv/bin/pytest -q -n "${SIGNOFF_TEST_WORKERS:-4}" --dist loadgroup -m "not slow" \
+exec .venv/bin/pytest -q -n "${SIGNOFF_TEST_WORKERS:-4}" --dist loadgroup --max-worker-restart=0 \
+    -m "not slow" \
     --durations=5 "${tests[@]}"

@@ -17,7 +17,11 @@ echo "== pytest"
 # whole_machine). Each run prints its slowest tests; then the time of each part against its
 # budget (tests/suite_time.py). With arguments, one run side by side of what they select.
 # SIGNOFF_TEST_WORKERS=0 runs the tests in one process.
-side_by_side=(-n "${SIGNOFF_TEST_WORKERS:-4}" --dist loadgroup --durations=15)
+# A worker that crashes (a segmentation fault, a test past its timeout) ends the run, naming
+# the test: xdist 3.8 replacing it under --dist loadgroup can wait forever on work it requeued
+# (pytest-dev/pytest-xdist#1378).
+side_by_side=(-n "${SIGNOFF_TEST_WORKERS:-4}" --dist loadgroup --max-worker-restart=0
+              --durations=15)
 rm -f build/test-report.xml build/test-report-apart.xml
 status=0
 if [ "$#" -gt 0 ]; then
