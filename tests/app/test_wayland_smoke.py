@@ -32,7 +32,10 @@ from tests.app.tray_host import TrayHost
 from tests.conftest import ROOT, need
 from tests.waiting import read_ready_line, wait_for
 
-pytestmark = pytest.mark.slow
+# Run apart (whole_machine): side by side with the other tests, the history window it asks for
+# through the tray's menu did not open within 60 s in two clean runs of three, for a reason not
+# yet found (docs/reliability.md, "The suite's time"); alone, it opens at once.
+pytestmark = [pytest.mark.slow, pytest.mark.whole_machine]
 
 SOCKET = "signoff-test"
 KEYRING = "keyrings.alt.file.PlaintextKeyring"  # in the test's XDG_DATA_HOME
