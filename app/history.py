@@ -15,6 +15,9 @@ Rules:
    shown with that meaning beside the tool in the table, and under its evaluation in the detail.
 3. Nothing long runs on a click: verifying the chain and re-checking every run go in slices on a
    timer, with progress, so the window never freezes.
+   The banner follows the witness: when what the witness says changes (the chain anchored,
+   an alarm raised or acknowledged), an open window verifies again, after the verification
+   under way if there is one, so a banner never keeps an answer the keyring no longer gives.
 4. The window only reads. A pending run opens the approval dialog (``open_approval``); the
    decision is the tray's.
 """
@@ -266,6 +269,7 @@ class HistoryWindow(QWidget):
         self._verify_after = 0
         self._verify_end = 0
         self._verified_once = False
+        self._verify_again = False  # the witness changed while verifying: once more after
 
         self._model_reset()
         self.setMinimumSize(760, 520)
@@ -428,9 +432,19 @@ class HistoryWindow(QWidget):
     def verifying(self) -> bool:
         return self._verifier is not None
 
+    def witness_changed(self) -> None:
+        """What the witness says changed (rule 3): an open window verifies again."""
+        if not self.isVisible():
+            self._verified_once = False  # verified afresh when next shown
+        elif self._verifier is not None:
+            self._verify_again = True
+        else:
+            self.verify_now()
+
     def verify_now(self) -> None:
         if self._verifier is not None:
             return
+        self._verify_again = False
         self._verified_once = True
         self._verifier = ChainVerifier(self.store.database_id)
         self._verify_after = 0
@@ -519,6 +533,8 @@ class HistoryWindow(QWidget):
         self._verifier = None
         self.progress.setValue(self.progress.maximum())
         self.verify_button.setEnabled(True)
+        if self._verify_again:
+            self.verify_now()
 
     def _set_banner(self, state: str, text: str) -> None:
         self.banner_state = state

@@ -251,6 +251,8 @@ class TrayApp(QObject):
             self._alarmed = state.alarm
             self.say("Signoff: the record does not verify", state.alarm,
                      QSystemTrayIcon.MessageIcon.Critical)  # fmt: skip
+        if self.history is not None and (state.anchored, state.alarm) != (was.anchored, was.alarm):
+            self.history.witness_changed()  # its banner follows what the witness says
         self._rebuild()
 
     def _keyed(self, problem: str) -> None:

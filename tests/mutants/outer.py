@@ -53,6 +53,25 @@ OUTER: tuple[Mutation, ...] = (
         "a pinned tool nobody classified is offered to the host",
         "tests/proxy/test_offered.py::test_a_pinned_tool_nobody_classified_is_not_offered_and_a_call_of_it_is_refused",
     ),
+    # --- the app -----------------------------------------------------------------------------
+    Mutation(
+        "the history's banner keeps its first answer",
+        "G-CHAIN-2",
+        "app/tray.py",
+        "            self.history.witness_changed()  # its banner follows what the witness says\n",
+        "            pass\n",
+        "a history window opened before the witness anchored says 'not anchored' until clicked",
+        "tests/app/test_history.py::test_a_history_opened_before_the_witness_anchors_says_so_once_it_has",
+    ),
+    Mutation(
+        "a witness change during a verification is dropped",
+        "G-CHAIN-2",
+        "app/history.py",
+        "        if self._verify_again:\n            self.verify_now()\n",
+        "",
+        "the witness anchoring while the history verifies leaves the banner 'not anchored'",
+        "tests/app/test_history.py::test_a_witness_that_anchors_during_a_verification_is_verified_again",
+    ),
     Mutation(
         "the proxy offers every pinned tool",
         "G-PROXY-2",
