@@ -41,6 +41,9 @@ from tests.waiting import read_ready_line, wait_for
 pytestmark = pytest.mark.slow
 
 T = TypeVar("T")
+# A window that went away while xwininfo walked the tree (X errors 3 and 9).
+VANISHED = re.compile(r"X Error: (3: Bad Window|9: Bad Drawable)")
+TREE_WALKS = 5  # walks of a tree that keeps changing before the last one's error stands
 TOOLS = ("Xvfb", "xdotool", "xwininfo", "xprop", "import", "trayer", "dbus-daemon", "dbus-send")
 NOTIFYD_GLOB = "/usr/lib/*/xfce4/notifyd/xfce4-notifyd"
 XFCONFD_GLOB = "/usr/lib/*/xfce4/xfconf/xfconfd"
@@ -413,6 +416,18 @@ class Desktop:
         return done.stdout
 
     def windows(self) -> list[Window]:
+        """The window tree as it stands. ``xwininfo -tree`` walks it one request at a time, so a
+        window closed during the walk (a menu, a notification) makes it fail with BadWindow or
+        BadDrawable: the tree changed under it, and the next walk sees the new one."""
+        for _ in range(TREE_WALKS - 1):
+            done = subprocess.run(
+                ["xwininfo", "-root", "-tree"], env=self.env, capture_output=True, text=True,
+                timeout=15, check=False,
+            )  # fmt: skip
+            if done.returncode == 0:
+                return parse_tree(done.stdout)
+            if not VANISHED.search(done.stderr):
+                raise AssertionError(f"xwininfo -root -tree failed: {done.stderr}")
         return parse_tree(self.run("xwininfo", "-root", "-tree"))
 
     def attributes(self, window: str) -> str:
