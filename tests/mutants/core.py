@@ -46,6 +46,36 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_private_files.py::"
         "test_an_alarm_file_that_is_not_signoffs_raises_the_alarm[folder]",
     ),
+    Mutation(
+        "a state file its group can write is taken",
+        "G-FILES-1",
+        "core/private_files.py",
+        "if modes and st.st_mode & 0o022:",
+        "if modes and st.st_mode & 0o002:",
+        "a state file or folder writable by its group (0o620, 0o770) is trusted",
+        "tests/core/test_private_files.py::"
+        "test_a_state_file_its_group_alone_or_others_alone_can_write_is_refused[0o620]",
+    ),
+    Mutation(
+        "a state file others can write is taken",
+        "G-FILES-1",
+        "core/private_files.py",
+        "if modes and st.st_mode & 0o022:",
+        "if modes and st.st_mode & 0o020:",
+        "a state file or folder writable by others but not its group (0o602, 0o707) is trusted",
+        "tests/core/test_private_files.py::"
+        "test_a_state_file_its_group_alone_or_others_alone_can_write_is_refused[0o602]",
+    ),
+    Mutation(
+        "another user's state file is taken",
+        "G-FILES-1",
+        "core/private_files.py",
+        "    if st.st_uid != os.geteuid():\n",
+        "    if False:  # whoever owns it\n",
+        "an owner-only file or folder of another user is trusted",
+        "tests/core/test_private_files.py::"
+        "test_a_state_file_alarm_or_folder_of_another_user_is_refused_even_when_owner_only",
+    ),
     # --- G-STORE-2: no triggers, no views -----------------------------------------------------
     Mutation(
         "a view in the file is let through",
