@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,32 +19,34 @@ from core.heads import KeyringHeadStore, MemoryHeadStore, confirm, places
 from core.store import Store
 from tests.builders import record_run, record_runs
 from tests.conftest import KeyringUnderTest
+from tests.waiting import WAIT
 
 
-class SlowHeads(MemoryHeadStore):
-    """An in-memory head store whose writes take as long as a busy Secret Service's."""
+class CountedHeads(MemoryHeadStore):
+    """An in-memory head store that counts its writes."""
 
     def __init__(self) -> None:
         super().__init__()
         self.saves = 0
 
     def save(self, head: Head) -> None:
-        time.sleep(0.2)
         self.saves += 1
         super().save(head)
 
 
 @pytest.mark.guarantee("G-KEY-2")
 def test_threads_of_one_process_share_their_keyring_writes(store: Store) -> None:
-    heads = SlowHeads()
+    heads = CountedHeads()
     anchor = Anchor(heads)
     record_runs(store, 1)
     anchor.advance(store, store.head())  # the first write: nothing for the others to share yet
     kept: dict[int, tuple[Head, Head]] = {}
+    recorded = threading.Barrier(8)  # every thread's run is in the database before any keeps
 
     def one(n: int) -> None:
         with Store.open(store.path) as mine:
             own = record_run(mine, f"thread-{n}")
+            recorded.wait(WAIT)
             kept[n] = (own, anchor.advance(mine, own, latest=True))
 
     threads = [threading.Thread(target=one, args=(n,)) for n in range(8)]
@@ -59,7 +60,7 @@ def test_threads_of_one_process_share_their_keyring_writes(store: Store) -> None
     assert heads.load(store.database_id) == max(
         (got for _, got in kept.values()), key=lambda h: h.seq
     )
-    assert heads.saves < 1 + 8  # without sharing: one write per thread
+    assert heads.saves == 1 + 1  # the first, then one for all eight (each its own: 1 + 8)
 
 
 @pytest.mark.guarantee("G-KEY-2")
