@@ -450,8 +450,8 @@ CORE: tuple[Mutation, ...] = (
         'error = status if status == "failed" else None',
         'error = str(payload.get("observation")) if status == "failed" else None',
         "a tool's error, which may repeat its arguments, is sent as the span's status",
-        "tests/core/test_telemetry.py::"
-        "test_no_span_of_a_gated_run_carries_its_content_in_any_spelling",
+        "tests/proxy/test_telemetry_live.py::"
+        "test_no_span_of_a_proxied_call_carries_its_arguments_result_or_error",
     ),
     Mutation(
         "an invalid decision's tool is named",
