@@ -26,8 +26,13 @@ Rules:
    ``denied``, ``ended``), the side-effect class, the call hash, statuses and end reasons; a
    model call's provider, model, attempt, projection, tokens, cost and whether its usage was
    reported or counted (an attempt the run's end leaves open says ``unanswered``: charged at
-   its projection). Never a tool's arguments, result, a prompt or a run's goal: a copy sent
-   away carries no more than it needs.
+   its projection). Never a tool's arguments, result or error, a prompt or an answer, a run's
+   goal or result, a decision's rationale or a reason given with an approval (G-TRACE-1): a
+   copy sent away carries no more than it needs. A decision is recorded verbatim, so of its
+   own fields only words known here are taken: its kind and origin when they are among the
+   known ones, and its tool only once the policy was asked about it (a tool the gate holds);
+   an invalid decision's fields are whatever its proposer wrote (a model that wrote the
+   arguments into the tool's name). Statuses and reasons are Signoff's own words.
 """
 
 from __future__ import annotations
@@ -38,10 +43,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core.decisions import ORIGINS, Kind
 from core.observe import Committed
 
 Attributes = dict[str, str | int | bool]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+KINDS = frozenset(kind.value for kind in Kind)
 # The events that start, change or end a span; a run's other events make none.
 SPAN_KINDS = frozenset({
     "run.started", "run.ended", "step.started", "step.decided", "step.policy",
@@ -134,12 +141,7 @@ class RunSpans:
             self._start(("step", step), "signoff.step", self._id("run"), at, {}, step)
         elif kind == "step.decided":
             decision = payload.get("decision")
-            attrs = _strings(
-                decision if isinstance(decision, dict) else {},
-                kind="signoff.decision.kind",
-                tool="signoff.decision.tool",
-                origin="signoff.decision.origin",
-            )
+            attrs = _known(decision if isinstance(decision, dict) else {})
             self._child(("decision", step), "signoff.decision", at, attrs, step)
         elif kind == "step.policy":
             ended += self._policy(step, payload)
@@ -244,12 +246,27 @@ class RunSpans:
         if isinstance(request, dict) and isinstance(request.get("side_effect"), str):
             self._side_effect[step] = request["side_effect"]
         decision = self._open.get(("decision", step))
+        if decision is not None and isinstance(request, dict):
+            # A tool the gate holds: only such a call reaches the policy (rule 3).
+            decision.attributes |= _strings(request, tool="signoff.decision.tool")
         if decision is not None and isinstance(answer, dict):
             decision.attributes |= _strings(answer, outcome="signoff.policy.outcome",
                                             kind="signoff.policy.kind")  # fmt: skip
             if step in self._side_effect:
                 decision.attributes["signoff.tool.side_effect"] = self._side_effect[step]
         return []
+
+
+def _known(decision: dict[str, Any]) -> Attributes:
+    """A decision's kind and origin when they are among the known words (rule 3): the decision
+    is recorded verbatim (core/decisions.py rule 1), so an invalid one's fields are whatever
+    its proposer wrote, the call's arguments or the run's goal included."""
+    attrs: Attributes = {}
+    if decision.get("kind") in KINDS:
+        attrs["signoff.decision.kind"] = decision["kind"]
+    if decision.get("origin") in ORIGINS:
+        attrs["signoff.decision.origin"] = decision["origin"]
+    return attrs
 
 
 def _strings(source: dict[str, Any], **names: str) -> Attributes:

@@ -104,10 +104,13 @@ def test_the_instance_socket_is_the_users_own_and_a_planted_file_there_is_not_tr
 
 
 @pytest.mark.guarantee("G-FILES-1")
-def test_a_run_folder_others_can_write_stops_the_app_with_the_reason(home: Path) -> None:
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o707], ids=oct)  # all, the group, others
+def test_a_run_folder_its_group_or_others_can_write_stops_the_app_with_the_reason(
+    home: Path, mode: int
+) -> None:
     run = home / "run"
     run.mkdir()
-    run.chmod(0o777)
+    run.chmod(mode)
     done = subprocess.run([str(SIGNOFF)], env=_app_env(home), capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
     assert done.returncode == 2

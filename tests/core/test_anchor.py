@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,33 +19,43 @@ from core.heads import KeyringHeadStore, MemoryHeadStore, confirm, places
 from core.store import Store
 from tests.builders import record_run, record_runs
 from tests.conftest import KeyringUnderTest
+from tests.waiting import WAIT
 
 
-class SlowHeads(MemoryHeadStore):
-    """An in-memory head store whose writes take as long as a busy Secret Service's."""
+class CountedHeads(MemoryHeadStore):
+    """An in-memory head store that counts its writes."""
 
     def __init__(self) -> None:
         super().__init__()
         self.saves = 0
 
     def save(self, head: Head) -> None:
-        time.sleep(0.2)
         self.saves += 1
         super().save(head)
 
 
 @pytest.mark.guarantee("G-KEY-2")
 def test_threads_of_one_process_share_their_keyring_writes(store: Store) -> None:
-    heads = SlowHeads()
+    heads = CountedHeads()
     anchor = Anchor(heads)
     record_runs(store, 1)
     anchor.advance(store, store.head())  # the first write: nothing for the others to share yet
     kept: dict[int, tuple[Head, Head]] = {}
+    # Every thread's run is in the database before any keeps its head; the thread whose head
+    # is the lowest keeps first, then the seven others at once: its one write must cover them.
+    recorded, first_kept = threading.Barrier(8), threading.Event()
+    own_heads: dict[int, Head] = {}
 
     def one(n: int) -> None:
         with Store.open(store.path) as mine:
-            own = record_run(mine, f"thread-{n}")
+            own = own_heads[n] = record_run(mine, f"thread-{n}")
+            recorded.wait(WAIT)
+            lowest = min(own_heads.values(), key=lambda h: h.seq) == own
+            if not lowest:
+                assert first_kept.wait(WAIT)
             kept[n] = (own, anchor.advance(mine, own, latest=True))
+            if lowest:
+                first_kept.set()
 
     threads = [threading.Thread(target=one, args=(n,)) for n in range(8)]
     for t in threads:
@@ -59,7 +68,7 @@ def test_threads_of_one_process_share_their_keyring_writes(store: Store) -> None
     assert heads.load(store.database_id) == max(
         (got for _, got in kept.values()), key=lambda h: h.seq
     )
-    assert heads.saves < 1 + 8  # without sharing: one write per thread
+    assert heads.saves == 1 + 1  # the first, then one for all eight (the lowest's own: more)
 
 
 @pytest.mark.guarantee("G-KEY-2")

@@ -18,7 +18,7 @@ from core.heads import MemoryHeadStore
 from core.store import Store
 from core.witness import Witness
 from tests.builders import record_runs
-from tests.conftest import run_signoff
+from tests.conftest import need, run_signoff
 from tests.core.test_store import _umask
 from tests.proxy.rig import FAKE_SERVER, NOTES_TOOLS
 
@@ -113,3 +113,81 @@ def test_a_state_file_read_refuses_what_signoff_did_not_write(tmp_path: Path) ->
     for path in (link, folder, loose, fifo):
         with pytest.raises(UnsafePermissions):
             private_files.read_text(path)
+
+
+# Each mode writable by the group alone, or by others alone: a check of one set of bits is
+# caught by the other's cases (the "others" cases alone let a group-writable file through).
+GROUP_ONLY_FILE, OTHERS_ONLY_FILE = (0o620, 0o660, 0o670), (0o602, 0o606, 0o607)
+GROUP_ONLY_FOLDER, OTHERS_ONLY_FOLDER = (0o720, 0o730, 0o770), (0o702, 0o703, 0o707)
+ANOTHER_USER = 65534  # nobody
+
+
+@pytest.mark.guarantee("G-FILES-1")
+@pytest.mark.parametrize("mode", GROUP_ONLY_FILE + OTHERS_ONLY_FILE, ids=oct)
+def test_a_state_file_its_group_alone_or_others_alone_can_write_is_refused(
+    mode: int, tmp_path: Path
+) -> None:
+    path = tmp_path / "state.json"
+    private_files.write_text(path, "[1]")
+    path.chmod(0o644)  # read by all, written by its owner: Signoff's own
+    assert private_files.read_text(path) == "[1]"
+    path.chmod(mode)
+    with pytest.raises(UnsafePermissions):
+        private_files.read_text(path)
+    with pytest.raises(UnsafePermissions):
+        private_files.read_bytes(path, "configuration")
+
+
+@pytest.mark.guarantee("G-FILES-1")
+@pytest.mark.parametrize("mode", GROUP_ONLY_FOLDER + OTHERS_ONLY_FOLDER, ids=oct)
+def test_a_folder_its_group_alone_or_others_alone_can_write_is_refused_and_nothing_written(
+    mode: int, tmp_path: Path
+) -> None:
+    """A folder Signoff uses (made by it or found), and the app's run folder as it is checked
+    before the instance socket in it is spoken to (app/main.py)."""
+    folder = tmp_path / "data"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    assert private_files.make_dir(folder) == folder
+    folder.chmod(mode)
+    with pytest.raises(UnsafePermissions):
+        private_files.make_dir(folder)
+    with pytest.raises(UnsafePermissions):
+        private_files.write_text(folder / "state.json", "{}")
+    with pytest.raises(UnsafePermissions):
+        private_files.open_log(folder / "app.log")
+    with pytest.raises(UnsafePermissions):
+        private_files.check(folder, "runtime folder", kind=stat.S_ISDIR)
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.guarantee("G-FILES-1")
+@pytest.mark.parametrize("mode", [GROUP_ONLY_FILE[0], OTHERS_ONLY_FILE[0]], ids=oct)
+def test_an_alarm_file_its_group_alone_or_others_alone_can_write_raises_the_alarm(
+    mode: int, store: Store, tmp_path: Path
+) -> None:
+    alarm = tmp_path / "alarm.json"
+    private_files.write_text(alarm, '{"alarm": "", "seq": 0}')
+    alarm.chmod(mode)
+    assert "[AlarmFile]" in Witness(store, MemoryHeadStore(), alarm).state.alarm
+
+
+@pytest.mark.guarantee("G-FILES-1")
+def test_a_state_file_alarm_or_folder_of_another_user_is_refused_even_when_owner_only(
+    store: Store, tmp_path: Path
+) -> None:
+    need(os.geteuid() == 0, "only root can give a file to another user")
+    state, alarm, folder = tmp_path / "state.json", tmp_path / "alarm.json", tmp_path / "data"
+    private_files.write_text(state, "[1]")
+    private_files.write_text(alarm, '{"alarm": "", "seq": 0}')
+    private_files.make_dir(folder)
+    for path in (state, alarm, folder):
+        os.chown(path, ANOTHER_USER, ANOTHER_USER)
+        assert _mode(path) & 0o077 == 0  # the modes are right: only the owner is wrong
+    with pytest.raises(UnsafePermissions):
+        private_files.read_text(state)
+    assert "[AlarmFile]" in Witness(store, MemoryHeadStore(), alarm).state.alarm
+    with pytest.raises(UnsafePermissions):
+        private_files.make_dir(folder)
+    with pytest.raises(UnsafePermissions):
+        private_files.check(folder, "runtime folder", kind=stat.S_ISDIR)

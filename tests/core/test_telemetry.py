@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import logging
+import secrets
 import shutil
 import sqlite3
 import threading
@@ -16,17 +19,19 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from core import Decision, approve, transitions
+from core import Decision, approve, reject, transitions
 from core.errors import ModelLimitReached
 from core.gate import VerdictOutcome
 from core.limits import Limits
 from core.observe import Committed, Relay
+from core.policy.policy import DefaultPolicy, Outcome, PolicyDecision, PolicyRequest
 from core.prices import ModelConfig, Prices
 from core.spans import span_id, trace_id
 from core.store import Store
-from core.telemetry import SpanObserver, readable, stored_spans
-from core.tools import SideEffect
+from core.telemetry import SpanObserver, export_stored, otlp, readable, stored_spans
+from core.tools import SideEffect, Tool
 from tests.core.gatekit import Calls, FakeClock, counter_tool, make_gate, standard_tools
+from tests.otlp_receiver import Receiver, carried, receiving
 
 DECISION = "signoff.decision"
 
@@ -132,6 +137,7 @@ def test_a_denial_a_failed_tool_and_a_failed_run_say_so(gate_store: Store) -> No
     assert run.attributes["signoff.run.status"] == "FAILED"
 
 
+@pytest.mark.guarantee("G-TRACE-1")
 def test_model_calls_are_spans_answered_lost_unanswered_and_refused(gate_store: Store) -> None:
     """A step's model calls (core/model_calls.py) are ``signoff.model_call`` spans under their
     step: tokens, cost and usage when answered; lost and refused as errors; one the run's end
@@ -171,6 +177,126 @@ def test_model_calls_are_spans_answered_lost_unanswered_and_refused(gate_store: 
     assert {c.parent.span_id for n, c in calls.items() if n < 4} == {steps[0]}  # type: ignore[union-attr]
     everything = repr([dict(span.attributes or {}) for span in exporter.get_finished_spans()])
     assert "secret prompt" not in everything
+
+
+class ShowingPolicy(DefaultPolicy):
+    """The default policy, whose approvals give the arguments as their reason: the text the
+    operator is shown."""
+
+    def evaluate(self, request: PolicyRequest) -> PolicyDecision:
+        decision = super().evaluate(request)
+        if decision.outcome is not Outcome.APPROVE:
+            return decision
+        return dataclasses.replace(decision, reason=f"sends {json.dumps(request.value())}")
+
+
+def text_tool(name: str, side_effect: SideEffect, run: Any) -> Tool:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}},
+              "additionalProperties": False}  # fmt: skip
+    return Tool(name, f"{name} something", schema, side_effect, run)
+
+
+def runs_holding_secrets(store: Store, receiver: Receiver) -> dict[str, str]:
+    """Three runs through the gate, sent live to ``receiver``, each holding markers where
+    content goes: the goal, arguments, results (text and JSON), a tool's error that echoes its
+    arguments, a decision's rationale, a made-up tool whose name holds arguments, an unknown
+    origin, the reasons an approval was shown and decided with, a model's prompt, answer and
+    loss, the run's result and its failure; one run completes, one fails, one is rejected.
+    The markers, by name."""
+    secret = {name: secrets.token_hex(16) for name in (
+        "goal", "look-arguments", "look-result", "send-arguments", "send-result",
+        "broken-arguments", "rationale", "tool-name-arguments", "origin", "operator-reason",
+        "prompt", "answer", "lost", "run-result", "failed-goal", "failure", "rejected-goal",
+        "rejected-arguments", "rejection",
+    )}  # fmt: skip
+
+    def broken(args: dict[str, Any]) -> Any:
+        raise RuntimeError(f"cannot look up {json.dumps(args)}")
+
+    tools = [
+        text_tool("look", SideEffect.READ_ONLY, lambda args: f"found {secret['look-result']}"),
+        text_tool("send", SideEffect.REMOTE_MUTATION, lambda args: {"sent": secret["send-result"]}),
+        text_tool("broken", SideEffect.READ_ONLY, broken),
+    ]
+    prices = Prices.from_mapping({"p/m": {"input_per_mtok": "1", "output_per_mtok": "2"}})
+    gate = make_gate(store, tools, anchor=None, policy=ShowingPolicy(), model=ModelConfig(prices),
+                     observers=[SpanObserver(store, otlp(receiver.url))])  # fmt: skip
+    lenient = Limits(max_consecutive_failures=None)
+
+    session = gate.begin("run-1", secret["goal"], lenient)
+    step = session.step()
+    step.propose(Decision.tool_call("look", {"q": secret["look-arguments"]}, secret["rationale"],
+                                    origin="model"))  # fmt: skip
+    assert asyncio.run(step.execute()).ok
+    verdict = session.step().propose(Decision.tool_call("send", {"q": secret["send-arguments"]}))
+    assert verdict.outcome == VerdictOutcome.PENDING and verdict.approval
+    approve(store, "run-1", verdict.approval.id, by="op", reason=secret["operator-reason"],
+            expected_hash=verdict.approval.request_hash)  # fmt: skip
+    session, _ = gate.attach("run-1")
+    assert asyncio.run(session.current().execute()).ok
+    step = session.step()
+    step.propose(Decision.tool_call("broken", {"q": secret["broken-arguments"]}))
+    assert secret["broken-arguments"] in (asyncio.run(step.execute()).error or "")
+    made_up = f'look {{"q": "{secret["tool-name-arguments"]}"}}'  # the arguments in the name
+    assert session.step().propose(Decision.tool_call(made_up, {})).outcome == VerdictOutcome.DENIED
+    unknown = Decision.tool_call("look", {"q": "x"}, origin=secret["origin"])
+    assert session.step().propose(unknown).outcome == VerdictOutcome.DENIED
+    step = session.step()
+    caller = step.model()
+    assert caller is not None
+    caller.begin("p", "m", prompt=secret["prompt"], max_output_tokens=10).answered(
+        response_text=secret["answer"], tokens_in=4, tokens_out=3
+    )
+    caller.begin("p", "m", prompt="again", max_output_tokens=10).lost(secret["lost"])
+    step.propose(Decision.complete(json.dumps({"answer": secret["run-result"]})))
+
+    session = gate.begin("run-2", secret["failed-goal"])
+    session.step().propose(Decision.fail(secret["failure"], origin="model"))
+
+    session = gate.begin("run-3", secret["rejected-goal"])
+    verdict = session.step().propose(
+        Decision.tool_call("send", {"q": secret["rejected-arguments"]})
+    )
+    assert verdict.approval
+    reject(store, "run-3", verdict.approval.id, by="op", reason=secret["rejection"],
+           expected_hash=verdict.approval.request_hash)  # fmt: skip
+    assert store.flush_observers()
+    return secret
+
+
+@pytest.mark.guarantee("G-TRACE-1")
+def test_no_span_of_a_gated_run_carries_its_content_in_any_spelling(gate_store: Store) -> None:
+    """Every text of every span sent, live and by a later export (names, attributes, event
+    names and attributes, status descriptions, the resource and the scope), and the bytes sent,
+    hold no marker seeded where a run's content goes: whole, in part, in another case, in hex
+    or base64 (tests/otlp_receiver.py ``spellings``). The record holds them all."""
+    with receiving() as live, receiving() as exported:
+        secret = runs_holding_secrets(gate_store, live)
+        expected = stored_spans(gate_store)
+        received = live.wait_for(len(expected))
+        assert export_stored(gate_store, otlp(exported.url)) == len(expected)
+        for receiver in (live, exported):
+            assert carried(receiver, secret) == []
+    with gate_store.snapshot() as conn:
+        record = "".join(p for (p,) in conn.execute("SELECT payload FROM events"))
+    held = {name for name, value in secret.items() if value in record}
+    assert held >= set(secret) - {"prompt", "answer", "lost"}  # the fold had them at hand
+    # What the spans do say: each kind of span, the tools by name, the errors by status.
+    assert len(received) == len(expected)
+    assert {s.name for s in received} == {"signoff.run", "signoff.step", "signoff.decision",
+                                          "signoff.approval", "signoff.tool_call",
+                                          "signoff.model_call"}  # fmt: skip
+    decided = [s.attributes for s in received if s.name == DECISION]
+    # The made-up tool and the invalid decision name none, nor do the run's endings.
+    tools = sorted(str(d.get("signoff.decision.tool")) for d in decided)
+    assert tools == ["None"] * 4 + ["broken", "look", "send", "send"]
+    failed = {s.status_message for s in received if s.status == 2}
+    assert failed == {"failed", "lost", "FAILED: agent_failed", "CANCELLED: rejected"}
+    # A value that is sent is found: the search looks where the spans' values are.
+    sent = [
+        s.attributes["signoff.tool.call_hash"] for s in received if s.name == "signoff.tool_call"
+    ]
+    assert carried(live, {"a call hash": sent[0][5:40]})
 
 
 def _step(span: ReadableSpan) -> int:

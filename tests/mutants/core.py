@@ -46,6 +46,36 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_private_files.py::"
         "test_an_alarm_file_that_is_not_signoffs_raises_the_alarm[folder]",
     ),
+    Mutation(
+        "a state file its group can write is taken",
+        "G-FILES-1",
+        "core/private_files.py",
+        "if modes and st.st_mode & 0o022:",
+        "if modes and st.st_mode & 0o002:",
+        "a state file or folder writable by its group (0o620, 0o770) is trusted",
+        "tests/core/test_private_files.py::"
+        "test_a_state_file_its_group_alone_or_others_alone_can_write_is_refused[0o620]",
+    ),
+    Mutation(
+        "a state file others can write is taken",
+        "G-FILES-1",
+        "core/private_files.py",
+        "if modes and st.st_mode & 0o022:",
+        "if modes and st.st_mode & 0o020:",
+        "a state file or folder writable by others but not its group (0o602, 0o707) is trusted",
+        "tests/core/test_private_files.py::"
+        "test_a_state_file_its_group_alone_or_others_alone_can_write_is_refused[0o602]",
+    ),
+    Mutation(
+        "another user's state file is taken",
+        "G-FILES-1",
+        "core/private_files.py",
+        "    if st.st_uid != os.geteuid():\n",
+        "    if False:  # whoever owns it\n",
+        "an owner-only file or folder of another user is trusted",
+        "tests/core/test_private_files.py::"
+        "test_a_state_file_alarm_or_folder_of_another_user_is_refused_even_when_owner_only",
+    ),
     # --- G-STORE-2: no triggers, no views -----------------------------------------------------
     Mutation(
         "a view in the file is let through",
@@ -390,6 +420,60 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_model_calls.py::"
         "test_each_edit_of_the_model_calls_behind_the_chain_is_found_naming_the_row"
         "[a call's tokens]",
+    ),
+    # --- G-TRACE-1: no content in the spans ----------------------------------------------------
+    Mutation(
+        "a tool call's span carries its request",
+        "G-TRACE-1",
+        "core/spans.py",
+        'attrs = _strings(request if isinstance(request, dict) else {}, tool="signoff.tool.name")',
+        'attrs = _strings(request if isinstance(request, dict) else {}, tool="signoff.tool.name")'
+        ' | {"signoff.tool.request": str(request)}',
+        "the arguments (and the goal, in the policy's request) reach the collector",
+        "tests/core/test_telemetry.py::"
+        "test_no_span_of_a_gated_run_carries_its_content_in_any_spelling",
+    ),
+    Mutation(
+        "the goal names the run's span",
+        "G-TRACE-1",
+        "core/spans.py",
+        'self._start(("run",), "signoff.run", None, at, attrs)',
+        'self._start(("run",), f"signoff.run {payload.get(\'goal\')}", None, at, attrs)',
+        "the run's goal is sent as the name of its span",
+        "tests/core/test_telemetry.py::"
+        "test_no_span_of_a_gated_run_carries_its_content_in_any_spelling",
+    ),
+    Mutation(
+        "a failed step's status says its observation",
+        "G-TRACE-1",
+        "core/spans.py",
+        'error = status if status == "failed" else None',
+        'error = str(payload.get("observation")) if status == "failed" else None',
+        "a tool's error, which may repeat its arguments, is sent as the span's status",
+        "tests/proxy/test_telemetry_live.py::"
+        "test_no_span_of_a_proxied_call_carries_its_arguments_result_or_error",
+    ),
+    Mutation(
+        "an invalid decision's tool is named",
+        "G-TRACE-1",
+        "core/spans.py",
+        "            attrs = _known(decision if isinstance(decision, dict) else {})\n",
+        "            attrs = _known(decision if isinstance(decision, dict) else {})\n"
+        "            attrs |= _strings(decision if isinstance(decision, dict) else {},"
+        ' tool="signoff.decision.tool")\n',
+        "a model that wrote the arguments into a tool's name has them sent",
+        "tests/core/test_telemetry.py::"
+        "test_no_span_of_a_gated_run_carries_its_content_in_any_spelling",
+    ),
+    Mutation(
+        "any origin is sent",
+        "G-TRACE-1",
+        "core/spans.py",
+        'if decision.get("origin") in ORIGINS:',
+        'if decision.get("origin"):',
+        "an unknown origin, the proposer's own text, is sent",
+        "tests/core/test_telemetry.py::"
+        "test_no_span_of_a_gated_run_carries_its_content_in_any_spelling",
     ),
     # --- G-CRASH-1: no side effect twice without the operator ---------------------------------
     Mutation(

@@ -7,9 +7,12 @@ SCRIPT holds:
   "notes": a file the ``write_note`` tool appends to (its side effect, visible outside),
   "before_listing": lines to print before the tools/list answer (garbage, non-UTF-8 as hex),
   "on_call": {tool: "die" | "hang" | "error" | "ok" | "oversize" | "not_object" |
-  "write_then_hang" | "inexact" | "inexact_error" | "raw" | "progress" | "roots" | "log"}
-  (default ok): "die", "oversize", "not_object", "inexact", "inexact_error" and
-  "write_then_hang" perform write_note first, then die, answer with a line of "oversize_bytes"
+  "write_then_hang" | "inexact" | "inexact_error" | "raw" | "progress" | "roots" | "log" |
+  "error_echo" | "failed_echo"}
+  (default ok): "error_echo" answers a JSON-RPC error, and "failed_echo" a result marked
+  isError, each repeating the call's arguments; "die", "oversize", "not_object", "inexact",
+  "inexact_error" and "write_then_hang" perform write_note first, then die, answer with a line
+  of "oversize_bytes"
   (default 9 MiB), answer a result that is not an object, answer an integer beyond 2^53,
   answer an error holding a lone surrogate, or never answer; "raw" answers the text
   "results"[tool] as its result, byte for byte; "progress" sends notifications/progress for the
@@ -249,6 +252,21 @@ def main() -> None:
                         },
                     }
                 )
+                continue
+            if behaviour == "error_echo":  # a refusal that repeats what it was given
+                echo = json.dumps(args)
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": mid,
+                        "error": {"code": -32000, "message": f"cannot take {echo}", "data": args},
+                    }
+                )
+                continue
+            if behaviour == "failed_echo":  # a tool that failed, saying what it was given
+                send({"jsonrpc": "2.0", "id": mid, "result": {
+                    "content": [{"type": "text", "text": f"failed on {json.dumps(args)}"}],
+                    "isError": True}})  # fmt: skip
                 continue
             if name == "read_note":
                 text = notes.read_text() if notes.exists() else ""

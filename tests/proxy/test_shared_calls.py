@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -26,7 +28,7 @@ from core.records import pending_requests
 from core.store import Store
 from tests.host import text
 from tests.proxy.rig import NOTES_TOOLS, Rig
-from tests.waiting import until
+from tests.waiting import WAIT, until
 
 PENDING = "This call needs the operator's approval and has not run."
 DUPLICATE = "An identical call may already have taken effect; this one waits for the operator"
@@ -116,23 +118,60 @@ def test_a_call_made_again_after_its_duplicate_was_rejected_still_waits_as_a_dup
 def test_two_proxies_making_the_same_call_at_once_begin_one_run(
     configured: tuple[Config, Path], home: Path
 ) -> None:
+    """Each proxy looks the call up before either begins its run: the test holds the database's
+    write lock (``BEGIN IMMEDIATE`` on a connection of its own) until each proxy, in a thread
+    of its own as in a process of its own, has looked and come to its own ``BEGIN IMMEDIATE``.
+    Let go, one begins the run; the other's begin finds it (``Raced``), looks again, and holds
+    the same approval."""
     config, _ = configured
     database = home / "signoff.db"
     args = {"text": "at once"}
+    Store.open(database).close()  # made before the lock is taken
+    ready = [threading.Event(), threading.Event()]
+    go = threading.Event()
+    at_begin = [threading.Event(), threading.Event()]
+    answered: dict[int, str] = {}
+    failed: list[BaseException] = []
 
-    async def scenario() -> None:
-        async with proxies(config, database, 2) as (first, second):
-            # The second proxy looked the call up before the first began its run.
-            recall: Any = second.recall
-            for name in ("latest_run", "latest_of_any_host"):
-                real, stale = getattr(recall, name), [None]
-                setattr(recall, name, lambda *k, s=stale, r=real: s.pop() if s else r(*k))
-            a = text(await first.call("write_note", args))
-            b = text(await second.call("write_note", args))
-            assert a.startswith(PENDING) and b.startswith(PENDING)
-            assert a.split("approval ")[1][:15] == b.split("approval ")[1][:15]
+    def proxy_process(n: int) -> None:
+        async def scenario() -> None:
+            async with proxies(config, database, 1) as (proxy,):
 
-    run(scenario)
+                def traced(sql: str) -> None:
+                    if go.is_set() and sql == "BEGIN IMMEDIATE":  # told before it waits
+                        at_begin[n].set()
+
+                proxy.store._conn.set_trace_callback(traced)
+                ready[n].set()
+                await asyncio.to_thread(go.wait, WAIT)
+                answered[n] = text(await proxy.call("write_note", args))
+
+        try:
+            run(scenario)
+        except BaseException as e:
+            failed.append(e)
+
+    threads = [threading.Thread(target=proxy_process, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        assert all(event.wait(WAIT) for event in ready), failed
+        lock = sqlite3.connect(database, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        go.set()
+        try:
+            assert all(event.wait(WAIT) for event in at_begin), failed
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+    finally:
+        go.set()
+        for thread in threads:
+            thread.join(2 * WAIT)
+    assert not failed and sorted(answered) == [0, 1], failed
+    a, b = answered[0], answered[1]
+    assert a.startswith(PENDING) and b.startswith(PENDING)
+    assert a.split("approval ")[1][:15] == b.split("approval ")[1][:15]
     assert kinds(database).count("run.started") == 1
 
 
@@ -161,7 +200,7 @@ def test_a_grant_another_proxy_executes_is_waited_for_run_once_and_collected_onc
 
             first.recall.await_outcome = awaits  # type: ignore[method-assign]
             waiting = asyncio.create_task(first.call("write_note", args))
-            await until(awaiting.is_set, "the first proxy waiting for the other's outcome")
+            await asyncio.wait_for(awaiting.wait(), WAIT)  # before the other executes it
             executed: Any = await second._after_verdict(second.exposed["write_note"], session,
                                                         verdict)  # fmt: skip
             assert text(executed) == "wrote 'claimed'"
@@ -181,12 +220,20 @@ def test_the_lock_of_a_call_is_forgotten_once_it_is_answered(
 
     async def scenario() -> None:
         async with proxies(config, home / "signoff.db", 1) as (proxy,):
-            first = asyncio.create_task(proxy.call("write_note", {"text": "one"}))
-            second = asyncio.create_task(proxy.call("write_note", {"text": "one"}))
+            # The call that takes the lock holds it while it waits for the operator, until its
+            # host gives up: held as long as the test needs, not for a hold that could end
+            # before the other call comes to the lock.
+            proxy.hold = WAIT
+            gave_up = asyncio.Event()  # both hosts', set when the test has seen the lock
+            first = asyncio.create_task(proxy.call("write_note", {"text": "one"}, gave_up))
+            second = asyncio.create_task(proxy.call("write_note", {"text": "one"}, gave_up))
             # The identical calls wait for each other: one lock, held by one, awaited by both.
             await until(lambda: sum(proxy._lock_users.values()) == 2, "both calls at the lock")
             assert len(proxy._locks) == 1
-            await asyncio.gather(first, second)
+            gave_up.set()
+            answered = await asyncio.gather(first, second)
+            assert [text(a).startswith(PENDING) for a in answered] == [True, True]
+            proxy.hold = 0.05
             for n in range(20):
                 await proxy.call("read_note", {} if n % 2 else {"n": n})
             assert proxy._locks == {} and not proxy._lock_users

@@ -3,22 +3,25 @@ real ``signoff proxy`` processes to a receiver on 127.0.0.1, are the record's sp
 
 from __future__ import annotations
 
+import secrets
 import socket
 from pathlib import Path
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from core.telemetry import stored_spans
 from tests.conftest import _secret_service_problem, need
 from tests.host import text
-from tests.otlp_receiver import receiving
+from tests.otlp_receiver import carried, receiving
 from tests.proxy.rig import NOTES_TOOLS, Rig
 
 pytestmark = [pytest.mark.slow]
 
 WAITS = "This call needs the operator's approval"
 TOOL = "signoff.call.tool"
+DECISION = "signoff.decision"
 
 
 @pytest.fixture
@@ -96,3 +99,67 @@ def test_a_hand_edit_not_accepted_sends_nothing(rig: Rig, home: Path) -> None:
         assert receiver.spans == [] and receiver.requests == 0
         with rig.store() as store:
             assert stored_spans(store)  # the run was recorded, and is in no copy
+
+
+@pytest.mark.guarantee("G-TRACE-1")
+def test_no_span_of_a_proxied_call_carries_its_arguments_result_or_error(
+    rig: Rig, home: Path, tmp_path: Path
+) -> None:
+    """Real ``signoff proxy`` processes, then ``signoff export --otlp``: markers in a call's
+    arguments (approved, rejected, refused), the reasons the operator gave, a result read back,
+    a server's JSON-RPC error and a tool's failure that each repeat the arguments are in no
+    text sent, nor in the bytes, in any spelling (tests/otlp_receiver.py ``spellings``). The
+    proxy's goals are its own words ("TOOL for the host")."""
+    secret = {name: secrets.token_hex(16) for name in (
+        "approved-arguments", "approval-reason", "kept-note", "rejected-arguments",
+        "rejection-reason", "refused-arguments", "failed-arguments",
+    )}  # fmt: skip
+    (tmp_path / "notes.txt").write_text(f"{secret['kept-note']}\n")
+    rig.add_fake("broken", NOTES_TOOLS, on_call={"write_note": "error_echo", "read_note":
+                                                 "failed_echo"})  # fmt: skip
+    rig.pin("broken")
+    rig.classify("broken", read_note="read_only", write_note="read_only")
+
+    def decide(verb: str, reason: str) -> None:
+        (waiting,) = rig.pending()
+        rig.signoff(verb, waiting["id"], "--hash", waiting["hash"], "--reason", reason)
+
+    async def calls() -> None:
+        async with rig.client("notes", "broken") as host:
+            approved = {"text": secret["approved-arguments"]}
+            assert WAITS in text(await host.call_tool("notes__write_note", approved))
+            decide("approve", secret["approval-reason"])
+            assert WAITS not in text(await host.call_tool("notes__write_note", approved))
+            read = text(await host.call_tool("notes__read_note", {}))
+            assert secret["kept-note"] in read
+            rejected = {"text": secret["rejected-arguments"]}
+            assert WAITS in text(await host.call_tool("notes__write_note", rejected))
+            decide("reject", secret["rejection-reason"])
+            assert (await host.call_tool("notes__write_note", rejected)).is_error
+            with pytest.raises(MCPError):
+                await host.call_tool("broken__write_note", {"text": secret["refused-arguments"]})
+            failed = await host.call_tool("broken__read_note", {"x": secret["failed-arguments"]})
+            assert failed.is_error and secret["failed-arguments"] in text(failed)
+
+    with receiving() as live, receiving() as exported:
+        send_spans_to(rig, home, live.url)
+        anyio.run(calls)
+        with rig.store() as store:
+            expected = stored_spans(store)
+            with store.snapshot() as conn:
+                record = "".join(p for (p,) in conn.execute("SELECT payload FROM events"))
+                (rejected,) = conn.execute("SELECT id FROM runs WHERE status = 'CANCELLED'")
+        # The rejection ended its run in the operator's process, which sends nothing: that
+        # run's spans but its decision's are in the record and the export (decision 0061).
+        live_ones = [s for s in expected if s.name == DECISION
+                     or s.attributes["signoff.run.id"] != rejected[0]]  # fmt: skip
+        received = live.wait_for(len(live_ones))
+        rig.signoff("export", "--otlp", exported.url)
+        assert sorted(s.span_id for s in received) == sorted(f"{s.span_id:016x}" for s in live_ones)
+        assert len(exported.spans) == len(expected)
+        assert carried(live, secret) == [] and carried(exported, secret) == []
+    assert {name for name, value in secret.items() if value in record} == set(secret)
+    assert {s.status_message for s in received if s.status == 2} >= {"failed"}
+    assert {s.attributes.get(TOOL) for s in received if s.name == "signoff.run"} == {
+        "write_note", "read_note"
+    }  # fmt: skip
