@@ -64,12 +64,21 @@ def test_doubles_zero():
 
 def test_halves():
     assert tiny.half(4) == 2
+
+
+@pytest.mark.guarantee("{CLAIM}")
+def test_doubles_in_a_task():  # as an anyio task group raises a task's failure
+    try:
+        assert tiny.double(3) == 6
+    except AssertionError as e:
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [e]) from None
 ''',
 }
 TEST_FILE = "tests/core/test_tiny.py"
 DOUBLES = f"{TEST_FILE}::test_doubles"
 DOUBLES_ZERO = f"{TEST_FILE}::test_doubles_zero"
 HALVES = f"{TEST_FILE}::test_halves"
+IN_A_TASK = f"{TEST_FILE}::test_doubles_in_a_task"
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +99,7 @@ def _mutation(old: str, new: str, caught_by: str = DOUBLES) -> Mutation:
     ("mutation", "kind", "tests"),
     [
         pytest.param(_mutation("2 * n", "3 * n"), CAUGHT, [DOUBLES], id="caught"),
+        pytest.param(_mutation("2 * n", "3 * n", IN_A_TASK), CAUGHT, [IN_A_TASK], id="in-a-task"),
         pytest.param(_mutation("2 * n", "3 * n", DOUBLES_ZERO), MOVED, [DOUBLES], id="moved"),
         pytest.param(_mutation("n // 2", "n"), UNMARKED, [HALVES], id="caught-only-unmarked"),
         pytest.param(_mutation("3 * n", "4 * n"), SURVIVED, [], id="survived"),

@@ -10,7 +10,8 @@ Rules:
    as rule 3 says, that is the answer. Otherwise the claim's marked tests run (``--guarantee``,
    ``-x``, that test's file first) and the first failure is the one judged.
 3. A mutation is caught only by an assertion in a test's call (``AssertionError``, or pytest's
-   ``Failed``: ``pytest.fail``, ``pytest.raises``' "DID NOT RAISE"). A module that no longer
+   ``Failed``: ``pytest.fail``, ``pytest.raises``' "DID NOT RAISE"; or an exception group of
+   those alone, as an anyio task group raises them). A module that no longer
    imports, a fixture that errs, or another exception is not a test seeing the claim broken:
    the verdict says which test failed, where and with what (tests/mutants/plugin records it).
 4. When the marked tests all pass (a survivor), and only then, the other tests of the mutated

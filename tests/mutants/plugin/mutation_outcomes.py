@@ -5,8 +5,9 @@ tree of a test's own, may hold no ``tests`` package of this one).
 - ``--mutation-outcomes PATH``: each failure, one JSON line in PATH: the test's id, the phase it
   failed in (``collect``, ``setup``, ``call``, ``teardown``), the exception's type, and whether
   that is an assertion (``AssertionError``, or pytest's ``Failed``: ``pytest.fail`` and
-  ``pytest.raises``' "DID NOT RAISE"). A mutation is caught only by an assertion of a test's
-  call; an import that fails, or a fixture that errs, says nothing about the claim.
+  ``pytest.raises``' "DID NOT RAISE"; an exception group of nothing else, as a task group
+  raises a task's failed assertion, is one too). A mutation is caught only by an assertion
+  of a test's call; an import that fails, or a fixture that errs, says nothing of the claim.
 - ``--mutation-unmarked ID``: only the tests that do not carry ``guarantee(ID)`` (those that do
   have run already).
 """
@@ -50,8 +51,8 @@ class Outcomes:
         outcome = yield
         report = outcome.get_result()  # type: ignore[attr-defined]
         if report.failed and call.excinfo is not None:
-            assertion = call.excinfo.errisinstance((AssertionError, pytest.fail.Exception))
-            self._write(report.nodeid, report.when, call.excinfo.typename, assertion)
+            error = call.excinfo.value
+            self._write(report.nodeid, report.when, _kind(error), _assertion(error))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -70,3 +71,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _assertion(error: BaseException) -> bool:
+    """An assertion, or a group of them (an anyio task group raises its tasks' failures so)."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_assertion(e) for e in error.exceptions)
+    return isinstance(error, AssertionError | pytest.fail.Exception)
+
+
+def _kind(error: BaseException) -> str:
+    if isinstance(error, BaseExceptionGroup):
+        inner = ", ".join(sorted({_kind(e) for e in error.exceptions}))
+        return f"{type(error).__name__} of {inner}"
+    return type(error).__name__
