@@ -33,9 +33,10 @@ PORTAL_CATEGORIES = ("qt.qpa.theme.gnome", "qt.qpa.services")
 
 def instance_name() -> str:
     """Where the running app listens for a second start: a socket in the folder of the wake
-    socket (``$SIGNOFF_HOME/run``, else the user's runtime folder), which only the user can
-    enter, never a name in a shared temporary folder that another account could take first.
-    One per database: the folder is per ``SIGNOFF_HOME``, and without one there is one
+    socket (``$SIGNOFF_HOME/run``, else the user's runtime folder, or a folder where a socket's
+    path fits when those are too deep: core/wake.py rule 6), which only the user can enter,
+    never a name in a shared temporary folder that another account could take first. One per
+    database: the folder is per ``SIGNOFF_HOME``, and without one there is one
     database per user. (Windows: a named pipe of the old name; it has no such folder.)"""
     if sys.platform == "win32":
         digest = hashlib.sha256(str(paths.database_path()).encode()).hexdigest()[:16]
@@ -72,7 +73,7 @@ def hand_over() -> bool:
     path = Path(instance_name())
     if sys.platform != "win32":
         try:
-            private_files.check(path.parent, "runtime folder", kind=stat.S_ISDIR)
+            wake.check_runtime_dir()
             private_files.check(path, "instance socket", kind=stat.S_ISSOCK, modes=False)
         except (OSError, UnsafePermissions):
             return False
@@ -116,7 +117,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         log = private_files.open_log(data / "logs" / "app.log")
         if sys.platform != "win32":
-            private_files.make_dir(Path(instance_name()).parent)
+            wake.make_runtime_dir()
     except (OSError, UnsafePermissions) as e:
         print(f"Signoff cannot start: {e}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
 
-from core import private_files, wake
+from core import wake
 
 POLL_MS = 500
 
@@ -53,7 +53,7 @@ class Watcher(QObject):
         if not hasattr(socket, "AF_UNIX"):
             return
         path = wake.socket_path()
-        private_files.make_dir(path.parent)
+        wake.make_runtime_dir()
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # left by an app that died; this is the only instance
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

@@ -143,11 +143,12 @@ async def until(condition: Any, what: str) -> Any:
 
 async def measure(home: Path, service: Any, host: Host, total: int) -> tuple[list[float], ...]:
     from app.tray import TrayApp
+    from core import wake
     from core.heads import MemoryHeadStore
     from core.store import Store
 
     data = home / "app"
-    proxies = home / "run" / "proxies"
+    proxies = wake.fitting_runtime_dir(home / "run") / wake.PROXIES  # where its sockets fit
     data.mkdir(mode=0o700)
     notify: list[float] = []
     approve: list[float] = []

@@ -59,7 +59,7 @@ def leave(address: str | None = None) -> None:
         if path.is_file() and not path.is_symlink():
             path.unlink()
         raise
-    private_files.make_dir(path.parent)
+    wake.make_runtime_dir()
     private_files.write_text(path, address + "\n")
 
 

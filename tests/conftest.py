@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from core import wake
 from core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,13 +30,30 @@ def need(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private SIGNOFF_HOME (0700) for this test."""
-    path = tmp_path / "home"
+# A folder name that puts a home's sockets past a socket address's 107 bytes wherever it is.
+DEEP = ("a-home-deeper-than-the-107-bytes-a-unix-socket-path-holds-" * 3).rstrip("-")
+
+
+def _private_home(path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     path.mkdir(mode=0o700)
     monkeypatch.setenv("SIGNOFF_HOME", str(path))
-    return path
+    sockets = wake.fitting_runtime_dir(path / "run")
+    yield path
+    if not sockets.is_relative_to(path):  # the folder its sockets had outside it: removed
+        shutil.rmtree(sockets, ignore_errors=True)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private SIGNOFF_HOME (0700) for this test."""
+    yield from _private_home(tmp_path / "home", monkeypatch)
+
+
+@pytest.fixture
+def deep_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private SIGNOFF_HOME of 150 characters and more: its sockets' paths in ``run/`` would
+    pass what a socket address holds, so they are elsewhere (core/wake.py rule 6)."""
+    yield from _private_home(tmp_path / DEEP, monkeypatch)
 
 
 @pytest.fixture

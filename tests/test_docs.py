@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 from core.cli import build_parser
 from tests.conftest import ROOT
-from tests.mutants import by_guarantee
+from tests.mutants import MUTATIONS, by_guarantee
 
 GUARANTEE_ID = re.compile(r"\bG-[A-Z]+-\d+\b")
 MARKED = re.compile(r'guarantee\("(G-[A-Z]+-\d+)"\)')
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _listed() -> set[str]:
@@ -39,6 +41,42 @@ def test_every_listed_guarantee_has_a_mutation_its_tests_must_catch() -> None:
     assert not missing, f"claims with no mutation in tests/mutants: {sorted(missing)}"
     unknown = set(by_guarantee()) - _listed()
     assert not unknown, f"mutations of claims docs/guarantees.md does not list: {sorted(unknown)}"
+
+
+def _marks(node_id: str) -> set[str]:
+    """The claims a test is marked with: its function's decorators, its class's, its module's
+    ``pytestmark`` (a mark on one parameter counts for the test)."""
+    file, *names = node_id.split("::")
+    source = (ROOT / file).read_text()
+    found: set[str] = set()
+    scope: list[ast.stmt] = ast.parse(source).body
+    for statement in scope:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in statement.targets
+        ):
+            found.update(MARKED.findall(ast.get_source_segment(source, statement) or ""))
+    for name in names:
+        name = name.split("[")[0]
+        named = [n for n in scope if isinstance(n, DEFINITIONS) and n.name == name]
+        assert len(named) == 1, f"{node_id}: no {name} in {file}"
+        node = named[0]
+        for decorator in node.decorator_list:
+            found.update(MARKED.findall(ast.get_source_segment(source, decorator) or ""))
+        scope = node.body
+    return found
+
+
+def test_every_mutation_is_caught_by_a_test_marked_with_its_claim() -> None:
+    """A caught_by that is not marked never runs in its claim's run (``--guarantee``): the
+    mutation would be judged by whatever else fails, or survive."""
+    listed = _listed()
+    unmarked = [
+        f"{m.name!r}: {m.caught_by} is not marked with {m.guarantee}"
+        for m in MUTATIONS
+        if m.guarantee in listed and m.guarantee not in _marks(m.caught_by)
+    ]
+    assert not unmarked, unmarked
+    assert all(m.guarantee in listed for m in MUTATIONS)
 
 
 def test_every_guarantee_the_readme_states_is_listed() -> None:

@@ -96,6 +96,7 @@ class Wakeups:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         bound = False
         try:
+            wake.make_runtime_dir()
             private_files.make_dir(folder)
             sock.bind(str(path))
             bound = True

@@ -9,12 +9,14 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from app import autostart
-from tests.conftest import SIGNOFF, need
+from core import wake
+from tests.conftest import ROOT, SIGNOFF, need
 from tests.core.test_store import _umask
 from tests.waiting import read_ready_line, wait_for
 
@@ -29,7 +31,7 @@ def test_a_second_start_hands_over_to_the_running_app_and_exits(home: Path) -> N
 
         def up() -> bool:  # the app listens
             assert first.poll() is None, first.communicate()
-            return (home / "run" / "wake.sock").exists()
+            return wake.socket_path().exists()
 
         wait_for(up, "the first app listening on its wake-up socket", 60)
         with _umask(0o002):
@@ -62,11 +64,16 @@ def test_two_apps_started_at_once_leave_one_running(home: Path) -> None:
         out, err = gone.communicate(timeout=30)
         assert gone.returncode == 0, err
         assert "already" in out
-        wait_for((home / "run" / "app.sock").is_socket, "the one left listening")
+        wait_for(_instance_socket().is_socket, "the one left listening")
     finally:
         for a in apps:
             a.terminate()
             a.communicate(timeout=30)
+
+
+def _instance_socket() -> Path:
+    """The app's single-instance socket, for the home ``SIGNOFF_HOME`` names here."""
+    return wake.runtime_dir() / "app.sock"
 
 
 def _app_env(home: Path) -> dict[str, str]:
@@ -82,8 +89,7 @@ def test_the_instance_socket_is_the_users_own_and_a_planted_file_there_is_not_tr
     account could take first (the operator then got "already running" and no tray), and a
     file left there made ``listen`` fail silently (two apps). It now listens in the 0700 run
     folder; a file in its place that is not the user's own socket is never spoken to."""
-    run = home / "run"
-    run.mkdir(mode=0o700)
+    run = wake.make_runtime_dir()
     planted = run / "app.sock"
     planted.write_text("not a socket")
     os.chown(planted, 65534, 65534)  # another account's (the tests run as root in CI)
@@ -108,13 +114,44 @@ def test_the_instance_socket_is_the_users_own_and_a_planted_file_there_is_not_tr
 def test_a_run_folder_its_group_or_others_can_write_stops_the_app_with_the_reason(
     home: Path, mode: int
 ) -> None:
-    run = home / "run"
-    run.mkdir()
+    run = wake.make_runtime_dir()
     run.chmod(mode)
     done = subprocess.run([str(SIGNOFF)], env=_app_env(home), capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
     assert done.returncode == 2
     assert f"the folder {run} can be written by group or others" in done.stderr
+
+
+@pytest.mark.guarantee("G-FILES-3")
+def test_an_app_on_a_home_too_deep_for_a_socket_starts_hands_over_and_is_woken(
+    deep_home: Path,
+) -> None:
+    """With a home of 150 characters and more, the app stopped at its first socket ("AF_UNIX
+    path too long"). Now it listens where the path fits: a second start finds it and hands
+    over, and a proxy's wake (another process computing the folder alone) reaches it."""
+    home = deep_home
+    app = subprocess.Popen([str(SIGNOFF)], env=_app_env(home), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_for(lambda: _instance_socket().is_socket() or app.poll() is not None,
+                 "the app listening", timeout=60)  # fmt: skip
+        assert app.poll() is None, app.communicate()
+        wait_for(wake.socket_path().is_socket, "the app's wake socket")
+        second = subprocess.run([str(SIGNOFF)], env=_app_env(home), capture_output=True,
+                                text=True, timeout=60, check=False)  # fmt: skip
+        assert second.returncode == 0 and "already running" in second.stdout, second.stderr
+        # As a proxy a host starts: its own few variables, no XDG_RUNTIME_DIR (decision 0069).
+        few = {k: v for k, v in _app_env(home).items() if k != "XDG_RUNTIME_DIR"}
+        woken = subprocess.run(
+            [sys.executable, "-c", "from core import wake; print(wake.wake('asked'))"],
+            env={**few, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60,
+            check=True,
+        )  # fmt: skip
+        assert woken.stdout.strip() == "True"  # the app's socket took the proxy's datagram
+        assert app.poll() is None
+    finally:
+        app.terminate()
+        app.communicate(timeout=30)
 
 
 def test_start_at_login_writes_and_removes_an_xdg_autostart_entry(
@@ -204,7 +241,7 @@ def test_the_app_starts_without_qts_warnings_about_a_missing_desktop_portal(home
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            start_new_session=True)  # fmt: skip
     try:
-        wait_for(lambda: (home / "run" / "app.sock").is_socket() or app.poll() is not None,
+        wait_for(lambda: _instance_socket().is_socket() or app.poll() is not None,
                  "the app listening", timeout=60)  # fmt: skip
         assert app.poll() is None, app.communicate()
         # A second start hands over: the first app's event loop has run, D-Bus replies too.

@@ -1,9 +1,12 @@
 """Named mutations of the product code, each breaking exactly one claim of docs/guarantees.md.
 
 tests/test_mutations.py applies each to a temporary copy of the tree, runs only the tests marked
-with its claim's id (``--guarantee ID``), and fails when they all pass: a claim whose tests pass
-with the claim broken is not backed by them. ``caught_by`` names the test that fails first, as
-the runner last saw it (the runner says when it changes).
+with its claim's id (``--guarantee ID``), and fails unless the first to fail is ``caught_by``,
+failing on an assertion (tests/mutants/runner.py): a claim whose tests pass with the claim
+broken, or fail only because a module no longer imports, is not backed by them. ``caught_by``
+names the test that fails first, as the runner last saw it (the runner says when it changes,
+and names the unmarked tests that catch a survivor). tests/test_docs.py checks that it is
+marked with the claim.
 
 A mutation is an exact text replaced in one product file; the text must occur exactly once, so
 a change of the code that moves it makes the runner say the mutation no longer applies instead

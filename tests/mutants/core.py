@@ -76,6 +76,48 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_private_files.py::"
         "test_a_state_file_alarm_or_folder_of_another_user_is_refused_even_when_owner_only",
     ),
+    # --- G-FILES-3: sockets where their paths fit ----------------------------------------------
+    Mutation(
+        "a socket's path is never measured",
+        "G-FILES-3",
+        "core/wake.py",
+        '    if not hasattr(os, "geteuid") or _fits(natural):',
+        "    if True:",
+        "with a deep SIGNOFF_HOME the app cannot bind its sockets and will not start",
+        "tests/core/test_wake.py::"
+        "test_a_home_too_deep_for_a_socket_is_woken_through_a_folder_where_every_socket_fits",
+    ),
+    Mutation(
+        "two homes share one fallback folder",
+        "G-FILES-3",
+        "core/wake.py",
+        "hashlib.sha256(os.fsencode(os.path.realpath(natural)))",
+        "hashlib.sha256(os.fsencode(natural.name))",
+        "two deep homes share one socket folder: one app hands over to the other's, and their"
+        " wakes cross",
+        "tests/core/test_wake.py::"
+        "test_two_homes_too_deep_for_a_socket_never_share_a_folder_and_one_home_is_one_folder",
+    ),
+    Mutation(
+        "the folder holding a fallback is not checked",
+        "G-FILES-3",
+        "core/wake.py",
+        "        private_files.make_dir(folder.parent)\n",
+        "        pass\n",
+        "another account's /tmp/signoff-UID holds the app's sockets: it can swap the folder",
+        "tests/core/test_wake.py::"
+        "test_a_fallback_folder_not_the_users_own_private_one_is_refused_by_name[holder-another-users]",
+    ),
+    Mutation(
+        "the app makes its natural run folder, not the one its sockets are in",
+        "G-FILES-3",
+        "app/main.py",
+        "            wake.make_runtime_dir()\n",
+        "            private_files.make_dir(wake.natural_runtime_dir())\n",
+        "with a deep SIGNOFF_HOME the app cannot listen for a second start and will not start",
+        "tests/app/test_instance_and_autostart.py::"
+        "test_an_app_on_a_home_too_deep_for_a_socket_starts_hands_over_and_is_woken",
+    ),
     # --- G-STORE-2: no triggers, no views -----------------------------------------------------
     Mutation(
         "a view in the file is let through",

@@ -54,6 +54,19 @@ def dead_socket(path: Path) -> None:
 def test_a_held_call_returns_once_another_process_decides_it_and_a_dead_proxy_changes_nothing(
     home: Path, tmp_path: Path, decision: str
 ) -> None:
+    _held_call_decided_by_another_process(home, tmp_path, decision)
+
+
+@pytest.mark.guarantee("G-FILES-3")
+def test_a_held_call_on_a_home_too_deep_for_a_socket_is_woken_by_the_decision(
+    deep_home: Path, tmp_path: Path
+) -> None:
+    _held_call_decided_by_another_process(deep_home, tmp_path, "approve")
+
+
+def _held_call_decided_by_another_process(home: Path, tmp_path: Path, decision: str) -> None:
+    """A call held by a proxy (its store poll far off), decided with ``signoff DECISION`` by
+    another process, returns within the deadline; a dead proxy's socket is removed."""
     rig = Rig(home)
     rig.env[BACKSTOP_VARIABLE] = BACKSTOP
     notes = tmp_path / "notes.txt"

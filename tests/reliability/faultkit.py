@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from mcp.client.session import ClientSession
 
+from core import wake
 from tests import host
 from tests.conftest import SIGNOFF, need, run_signoff
 from tests.proxy.test_hostile import Fake
@@ -324,7 +325,8 @@ class App:
 
 
 def wake_socket(home: Path) -> Path:
-    return home / "run" / "wake.sock"
+    """The app's wake socket for ``home``, where its path fits (core/wake.py rule 6)."""
+    return wake.fitting_runtime_dir(home / "run") / "wake.sock"
 
 
 def listens(path: Path) -> bool:
