@@ -85,6 +85,13 @@ def rewrite_event(database: Path, seq: int, *, sql: tuple[tuple[str, tuple[Any, 
         (text,) = conn.execute("SELECT payload FROM events WHERE seq = ?", (seq,)).fetchone()
         payload = changed.pop("payload", None) or canonical.loads(text)
         payload.update(changed)
+        before = conn.execute(
+            "SELECT at, run_id, step_idx FROM events WHERE seq = ?", (seq,)
+        ).fetchone()
+        after = tuple(
+            columns.get(k, v) for k, v in zip(("at", "run_id", "step_idx"), before, strict=True)
+        )
+        assert (canonical.dumps_text(payload), after) != (text, tuple(before)), "nothing changed"
         conn.execute(
             "UPDATE events SET payload = ? WHERE seq = ?", (canonical.dumps_text(payload), seq)
         )

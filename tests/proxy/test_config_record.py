@@ -290,7 +290,7 @@ def _copied_into_a_newer_event(store: Store, first: config_record.Recorded) -> i
 # and the key's own: no write to the file changes them.
 RECORD_EDITS = {
     "sha256": {"text": LOOSE, "sha256": hashlib.sha256(LOOSE.encode()).hexdigest()},
-    "by": {"by": "operator:root"},
+    "by": {"by": "operator:someone-else"},
     "why": {"why": "accepted"},
     "at": {"at": "2030-01-01T00:00:00.000000Z"},
 }
