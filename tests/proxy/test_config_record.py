@@ -259,8 +259,10 @@ def test_a_record_whose_mac_is_forged_under_the_real_key_id_is_passed_over(
         _, second = two_records(store)
         key_id, other = signed_part(store, second.seq)
         digest = hashlib.sha256(LOOSE.encode()).hexdigest()
-        payload: dict[str, JSONValue] = {"text": LOOSE, "sha256": digest, "by": second.by,
-                                         "why": "saved", "key": key_id, "mac": ""}  # fmt: skip
+        payload: dict[str, JSONValue] = {
+            "text": LOOSE, "sha256": digest, "by": second.by, "why": "saved", "key": key_id,
+            "mac": "0" * 64,
+        }  # fmt: skip
         with store.transaction("forged") as tx:
             record_config_change(tx, config_record.KIND, payload, at=utc_now())
         seq = last_seq(store.path, config_record.KIND)
