@@ -46,7 +46,6 @@ Rules (decision 0050):
 
 from __future__ import annotations
 
-import hmac
 import secrets
 import sqlite3
 from dataclasses import dataclass
@@ -290,10 +289,8 @@ def authentic(
     if key is None:
         return f"grant {grant.id} cannot be checked: the OS keyring holds no operator key"
     expected = operator_key.mac(key, fields)
-    if (
-        payload.get("key") != operator_key.key_id(key)
-        or not isinstance(sent, str)
-        or not (hmac.compare_digest(sent, expected))
+    if payload.get("key") != operator_key.key_id(key) or not operator_key.mac_matches(
+        sent, expected
     ):
         return f"grant {grant.id} (event {seq}) is not authenticated by this database's key"
     return None

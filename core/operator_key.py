@@ -237,6 +237,17 @@ def mac(key: bytes, fields: dict[str, JSONValue]) -> str:
     return hmac.new(key, canonical.dumps(fields), hashlib.sha256).hexdigest()
 
 
+def mac_matches(sent: object, expected: str) -> bool:
+    """Whether a record's MAC, as read from the database, is exactly ``expected``: the one
+    comparison of every signed record (decisions, grants, recorded configurations), in
+    constant time and over the UTF-8 bytes, so that a MAC written with characters beyond
+    ASCII (which ``hmac.compare_digest`` will not compare as text: it raises ``TypeError``)
+    is refused like any other wrong MAC, never an error of its own."""
+    if not isinstance(sent, str):
+        return False
+    return hmac.compare_digest(sent.encode("utf-8", "surrogatepass"), expected.encode())
+
+
 def unsigned_mode(conn: sqlite3.Connection) -> bool:
     """Rule 4's chain half: the operator chose unauthenticated decisions, and nothing was
     signed since the database began."""
@@ -449,7 +460,7 @@ class OperatorKey:
             raise DecisionUnauthenticated(f"{where}: its decision (event {seq}) is malformed.")
         fields = decision_fields(database_id, approval, status="approved", by=by, at=at,
                                  reason=reason)  # fmt: skip
-        if payload.get("key") != key_id(key) or not hmac.compare_digest(sent, mac(key, fields)):
+        if payload.get("key") != key_id(key) or not mac_matches(sent, mac(key, fields)):
             raise DecisionUnauthenticated(
                 f"{where}: its decision (event {seq}) is not authenticated by this database's"
                 " operator key: nobody approved it. Nothing runs."

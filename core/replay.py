@@ -20,13 +20,12 @@ Rules:
 
 from __future__ import annotations
 
-import hmac
 import sqlite3
 from typing import Any
 
 from core import canonical, model_record
 from core.errors import JSONRefused, OperatorKeyUnavailable, StateDisagrees
-from core.operator_key import OperatorKey, decision_fields, key_id, mac
+from core.operator_key import OperatorKey, decision_fields, key_id, mac, mac_matches
 from core.records import read_approval
 from core.store import Store
 
@@ -311,7 +310,7 @@ def _check_decisions(
             continue  # unauthenticated: what verify reports of the mode says so
         fields = decision_fields(database_id, approval, status=p["status"], by=p["by"], at=at,
                                  reason=p["reason"])  # fmt: skip
-        if p.get("key") != key_id(key) or not hmac.compare_digest(str(sent), mac(key, fields)):
+        if p.get("key") != key_id(key) or not mac_matches(sent, mac(key, fields)):
             raise StateDisagrees(
                 f"approval {approval_id}'s decision (event {seq}) is not authenticated by this"
                 " database's operator key: nobody made it",

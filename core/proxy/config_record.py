@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import getpass
 import hashlib
-import hmac
 import json
 import logging
 import sqlite3
@@ -313,7 +312,7 @@ def _problem(
     expected = operator_key.mac(key, _fields(database_id, seq, digest, by, at, why))
     if payload.get("key") != operator_key.key_id(key) or not isinstance(sent, str):
         return "signed with another key"
-    if not hmac.compare_digest(sent, expected):
+    if not operator_key.mac_matches(sent, expected):
         return "its MAC does not verify"
     return ""
 

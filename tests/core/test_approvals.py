@@ -10,11 +10,13 @@ import pytest
 
 from core import canonical
 from core.approvals import approve, reject
+from core.canonical import JSONValue
 from core.decisions import Decision
 from core.errors import (
     ApprovalExpired,
     ApprovalMismatch,
     ApprovalNotPending,
+    DecisionUnauthenticated,
     RunLeased,
     RunStateError,
     UnknownApproval,
@@ -25,6 +27,7 @@ from core.policy.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequ
 from core.store import Store
 from core.tools import SideEffect
 from tests.core.gatekit import Calls, FakeClock, make_gate, record_snapshot, standard_tools
+from tests.forgery import last_seq, rewrite_event
 
 
 def _pending(store: Store, *, clock: FakeClock | None = None, limits: Limits | None = None,
@@ -119,6 +122,42 @@ def test_an_approval_edited_after_it_was_granted_does_not_execute(gate_store: St
     assert record_snapshot(gate_store) == before
     assert calls.made == []
     _set_arguments(gate_store, '{"n":7}')
+
+
+# What the request hash covers (core/approvals.py rule 1), each rewritten after the approval by
+# a writer of the database file, the request and its hash computed again so that the binding
+# holds, and the decision's event made to name the new hash (the chain's hashes computed again):
+# the operator's MAC, over the hash they approved, refuses it. The run and the step it names
+# are pinned by the request's bytes above.
+REQUEST_EDITS: dict[str, tuple[str, JSONValue]] = {
+    "tool": ("UPDATE steps SET tool_name = 'write'", "write"),
+    "tool_spec": ("UPDATE steps SET tool_spec_hash = :spec", ":spec"),
+    "arguments": ("UPDATE steps SET arguments = '{\"n\":700}'", {"n": 700}),
+    "kind": ("UPDATE approvals SET kind = 'destructive'", "destructive"),
+}
+
+
+@pytest.mark.guarantee("G-GATE-1")
+@pytest.mark.parametrize("field", REQUEST_EDITS)
+def test_a_request_rewritten_in_any_field_its_hash_covers_after_its_approval_runs_nothing(
+    store: Store, field: str
+) -> None:
+    g, approval, calls, clock = _pending(store)
+    approve(store, "r", approval.id, "operator", now=clock())
+    spec = g.tools["write"].spec_hash  # another tool's, as it is recorded
+    statement, value = REQUEST_EDITS[field]
+    request = canonical.loads(approval.request)
+    assert isinstance(request, dict)
+    request[field] = spec if value == ":spec" else value
+    new_hash = canonical.sha256_hex(request)
+    assert new_hash != approval.request_hash
+    rewrite_event(store.path, last_seq(store.path, "approval.decided"), request_hash=new_hash,
+                  sql=((statement, {"spec": spec}),
+                       ("UPDATE approvals SET request = ?, request_hash = ?",
+                        (canonical.dumps_text(request), new_hash))))  # fmt: skip
+    with pytest.raises(DecisionUnauthenticated):
+        g.attach("r")
+    assert calls.made == []
 
 
 @pytest.mark.guarantee("G-GATE-1")

@@ -14,6 +14,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,10 @@ from core.operator_key import KeyringKeyStore, OperatorKey
 from core.records import read_approval
 from core.replay import check_state
 from core.store import Store, format_time
+from core.verify import verify
 from tests.conftest import ROOT, KeyringUnderTest
 from tests.core.gatekit import Calls, FakeClock, make_gate, standard_tools
+from tests.forgery import FORGED_MACS, event, forged_mac, rewrite_event
 
 
 class Operator:
@@ -194,6 +197,141 @@ def test_a_decision_copied_from_another_approval_executes_nothing(
         assert calls.made == [] and still_waiting(store, "r2")
         attach_and_execute(g, "r1")  # the real one still runs
         assert calls.made == [("write", {"n": 1})]
+
+
+def decision_of(store: Store, run_id: str) -> int:
+    """The stored ``approval.decided`` event of run ``run_id``."""
+    (seq,) = store._conn.execute(
+        "SELECT seq FROM events WHERE kind = 'approval.decided' AND run_id = ?", (run_id,)
+    ).fetchone()
+    return int(seq)
+
+
+def two_real_decisions(store: Store, g: Gate, operator: Operator) -> tuple[int, str, str]:
+    """The operator approves run r's write and run r2's: r's decision (its event), its MAC,
+    and r2's MAC (another record, signed with the same key)."""
+    approve(store, "r", pending(g, "r", n=7), "operator", operator=operator.key)
+    approve(store, "r2", pending(g, "r2", n=8), "operator", operator=operator.key)
+    seq = decision_of(store, "r")
+    mac = event(store.path, seq)[3]["mac"]
+    other = event(store.path, decision_of(store, "r2"))[3]["mac"]
+    assert isinstance(mac, str) and isinstance(other, str)
+    return seq, mac, other
+
+
+@pytest.mark.guarantee("G-KEY-1")
+@pytest.mark.parametrize("how", FORGED_MACS)
+def test_a_decision_whose_mac_is_forged_under_the_real_key_id_executes_nothing(
+    home: Path, operator: Operator, how: str
+) -> None:
+    """The key id is in every signed event, so a database writer copies it: a real decision's
+    MAC is rewritten, with the chain's hashes computed again (the chain verifies), to one near
+    it. Only the comparison of the MAC can refuse it."""
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        seq, right, other = two_real_decisions(store, g, operator)
+        key = event(store.path, seq)[3]["key"]
+        rewrite_event(store.path, seq, mac=forged_mac(how, right, other))
+        assert event(store.path, seq)[3]["key"] == key  # the real key id
+        verify(store)  # the chain holds: only the MAC tells
+        with pytest.raises(DecisionUnauthenticated):
+            g.attach("r")
+        assert calls.made == [] and still_waiting(store)
+        attach_and_execute(g, "r2")  # the real one beside it runs
+    assert calls.made == [("write", {"n": 8})]
+
+
+@pytest.mark.guarantee("G-CHAIN-3")
+@pytest.mark.parametrize("how", FORGED_MACS)
+def test_verify_names_a_decision_whose_mac_is_forged_under_the_real_key_id(
+    home: Path, operator: Operator, how: str
+) -> None:
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, Calls())
+        seq, right, other = two_real_decisions(store, g, operator)
+        assert check_state(store, operator.key) == 2
+        rewrite_event(store.path, seq, mac=forged_mac(how, right, other))
+        approval_id = event(store.path, seq)[3]["approval"]
+        with pytest.raises(StateDisagrees) as e:
+            check_state(store, operator.key)
+        assert e.value.row == f"approvals {approval_id}"
+
+
+# What a decision's MAC covers (core/operator_key.py rule 2), each changed in the stored
+# event, and in the tables to agree with it, by a writer of the database file. Its run and
+# step are covered through its request hash too (the request names them), and its version and
+# database are the code's and the key's own: no write to the file changes them.
+def _edit_approval(store: Store, seq: int) -> None:
+    (old,) = store._conn.execute("SELECT id FROM approvals WHERE run_id = 'r'").fetchone()
+    renamed = ("UPDATE approvals SET id = 'ap-renamed' WHERE id = ?", (old,))
+    rewrite_event(store.path, seq, approval="ap-renamed", sql=(renamed,))
+
+
+def _edit_request(store: Store, seq: int) -> None:
+    """The step's arguments, its request and the request hash, consistently: the binding holds."""
+    (text,) = store._conn.execute("SELECT request FROM approvals WHERE run_id = 'r'").fetchone()
+    request = canonical.loads(text)
+    request["arguments"] = {"n": 666}
+    new_hash = canonical.sha256_hex(request)
+    rewrite_event(store.path, seq, request_hash=new_hash, sql=(
+        ("UPDATE steps SET arguments = ? WHERE run_id = 'r'", ('{"n":666}',)),
+        ("UPDATE approvals SET request = ?, request_hash = ? WHERE run_id = 'r'",
+         (canonical.dumps_text(request), new_hash)),
+    ))  # fmt: skip
+
+
+def _edit_by(store: Store, seq: int) -> None:
+    row = ("UPDATE approvals SET decided_by = 'operator:someone-else'", ())
+    rewrite_event(store.path, seq, by="operator:someone-else", sql=(row,))
+
+
+def _edit_reason(store: Store, seq: int) -> None:
+    row = ("UPDATE approvals SET decided_reason = 'approved, said the agent'", ())
+    rewrite_event(store.path, seq, reason="approved, said the agent", sql=(row,))
+
+
+def _edit_at(store: Store, seq: int) -> None:
+    later = format_time(datetime.fromisoformat(event(store.path, seq)[4]) + timedelta(seconds=1))
+    rewrite_event(
+        store.path, seq, at=later, sql=(("UPDATE approvals SET decided_at = ?", (later,)),)
+    )
+
+
+DECISION_FIELDS = {
+    "approval": _edit_approval,
+    "request_hash": _edit_request,
+    "by": _edit_by,
+    "reason": _edit_reason,
+    "at": _edit_at,
+}
+
+
+@pytest.mark.guarantee("G-KEY-1")
+@pytest.mark.parametrize("field", [*DECISION_FIELDS, "status"])
+def test_a_real_decision_edited_in_any_field_its_mac_covers_executes_nothing(
+    home: Path, operator: Operator, field: str
+) -> None:
+    """The MAC kept, one signed field changed (the status: a real rejection made an approval,
+    the tables set back to waiting)."""
+    calls = Calls()
+    with Store.open(home / "signoff.db") as store:
+        g = gate(store, operator, calls)
+        approval_id = pending(g)
+        if field == "status":
+            reject(store, "r", approval_id, "operator", "no", operator=operator.key)
+            rewrite_event(store.path, decision_of(store, "r"), status="approved", sql=(
+                ("UPDATE approvals SET status = 'approved'", ()),
+                ("UPDATE runs SET status = 'WAITING_FOR_APPROVAL', end_reason = NULL", ()),
+                ("UPDATE steps SET status = 'pending', observation = NULL", ()),
+            ))  # fmt: skip
+        else:
+            approve(store, "r", approval_id, "operator", operator=operator.key)
+            DECISION_FIELDS[field](store, decision_of(store, "r"))
+        verify(store)
+        with pytest.raises(DecisionUnauthenticated):
+            g.attach("r")
+        assert calls.made == []
 
 
 @pytest.mark.guarantee("G-KEY-1")

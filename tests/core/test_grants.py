@@ -8,6 +8,7 @@ covers the server, the tool, its pinned spec and the canonical arguments."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,8 +31,10 @@ from core.records import read_approval
 from core.store import Store, format_time
 from core.tools import SideEffect, Tool
 from core.transitions import CallLabel
+from core.verify import verify
 from tests.conftest import run_signoff
 from tests.core.gatekit import COUNTER_SCHEMA, Calls, make_gate
+from tests.forgery import FORGED_MACS, event, forged_mac, rewrite_event
 
 pytestmark = pytest.mark.guarantee("G-GATE-6")
 
@@ -402,6 +405,131 @@ def test_a_forged_grant_event_with_no_mac_is_not_honoured(store: Store) -> None:
                             at=grant.at, run_id="r", step=0)  # fmt: skip
     found, refused = refused_or(store, g)
     assert found is None and len(refused) == 2
+
+
+def made_event(store: Store, run_id: str = "r") -> int:
+    """The stored ``grant.made`` event of the grant given in run ``run_id``."""
+    return last_seq_of(store, "grant.made", run_id)
+
+
+def last_seq_of(store: Store, kind: str, run_id: str) -> int:
+    (seq,) = store._conn.execute(
+        "SELECT max(seq) FROM events WHERE kind = ? AND run_id = ?", (kind, run_id)
+    ).fetchone()
+    return int(seq)
+
+
+def not_authenticated(refused: list[str]) -> bool:
+    return len(refused) == 1 and refused[0].endswith("is not authenticated by this database's key")
+
+
+@pytest.mark.parametrize("how", FORGED_MACS)
+def test_a_grant_whose_mac_is_forged_under_the_real_key_id_is_not_honoured(
+    store: Store, how: str
+) -> None:
+    """A real grant's MAC rewritten in the database, under the key id every signed event
+    shows, to one near it (another grant's: valid where it was made), the chain's hashes
+    computed again: only the comparison of the MAC can refuse it."""
+    g = gate(store, Calls())
+    granted(store, g)
+    approve(store, "r2", ask(g, "r2", n=8), "operator:me", scope="15min")
+    made = event(store.path, made_event(store))[3]
+    other = event(store.path, made_event(store, "r2"))[3]["mac"]
+    rewrite_event(store.path, made_event(store), mac=forged_mac(how, made["mac"], other))
+    assert event(store.path, made_event(store))[3]["key"] == made["key"]  # the real key id
+    verify(store)  # the chain holds
+    found, refused = refused_or(store, g)
+    assert found is None and not_authenticated(refused), refused
+    assert live(store, g, n=8) is not None  # the real one beside it is honoured
+
+
+# What a grant's MAC covers (core/grants.py rule 4), each changed by a writer of the database
+# file in the grant's row (or its run's) and its stored record alike, so that they agree: the
+# call it claims to cover is then asked about, the grant "not authenticated". Its version and
+# database are the code's and the key's own: no write to the file changes them.
+LATER = format_time(datetime.now(UTC) + timedelta(days=2))
+GRANT_EDITS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    # field: (the row's change, the record's change, the call then claimed: live()'s arguments)
+    "grant": ("UPDATE grants SET id = 'gr-renamed'", {"grant": "gr-renamed"}, {}),
+    "approval": ("UPDATE grants SET approval_id = 'ap-other'", {"approval": "ap-other"}, {}),
+    "run": ("UPDATE grants SET run_id = 'r2'", {"run_id": "r2"}, {}),
+    "step": ("UPDATE grants SET step_idx = 1", {"step_idx": 1}, {}),
+    "call_hash": ("UPDATE grants SET call_hash = :n8", {"call_hash": ":n8"}, {"n": 8}),
+    "server": ("UPDATE grants SET server = 'other'", {"server": "other"}, {}),
+    "tool": ("UPDATE grants SET tool = 'push'", {"tool": "push"}, {}),
+    "scope": ("UPDATE grants SET scope = '1h'", {"scope": "1h"}, {}),
+    "until": ("UPDATE grants SET until = :later", {"until": ":later"}, {}),
+    "app_session": ("UPDATE grants SET app_session = 's1'", {"app_session": "s1"}, {}),
+    "by": ("UPDATE grants SET decided_by = 'operator:root'", {"by": "operator:root"}, {}),
+    "at": ("UPDATE grants SET decided_at = :later", {"at": ":later"}, {}),
+    "reason": ("UPDATE grants SET reason = 'always'", {"reason": "always"}, {}),
+    "host": ("UPDATE runs SET host = :b WHERE id = 'r'", {"host": ":b"}, {"host": HOST_B[0]}),
+    "host_label": ("", {"host_label": "someone"}, {}),
+}
+
+
+@pytest.mark.parametrize("field", GRANT_EDITS)
+def test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured(
+    store: Store, field: str
+) -> None:
+    g = gate(store, Calls())
+    grant = granted(store, g)
+    ask(g, "r2", n=9)  # another run of the same host, for a grant moved to it
+    assert live(store, g) == grant
+    values = {":n8": hash_of(g, n=8), ":later": LATER, ":b": HOST_B[0]}
+    statement, record, claimed = GRANT_EDITS[field]
+    record = {k: values.get(v, v) for k, v in record.items()}
+    columns = {k: record.pop(k) for k in ("run_id", "step_idx") if k in record}
+    if "at" in record:  # the record's time is its event's
+        columns["at"] = record.pop("at")
+    params = {k[1:]: v for k, v in values.items()}
+    rows = ((statement, params),) if statement else ()
+    rewrite_event(store.path, made_event(store), sql=rows, **columns, **record)
+    if field == "host_label":  # the label is its run's, from the run's start
+        started = last_seq_of(store, "run.started", "r")
+        call = event(store.path, started)[3]["call"]
+        call["host"] = {**call["host"], "label": "someone"}
+        rewrite_event(store.path, started, call=call)
+    with store.snapshot() as conn:
+        [edited] = grants.listed(conn)
+    assert edited != grant  # the row says what the record says
+    verify(store)
+    found, refused = refused_or(store, g, **claimed)
+    assert found is None and not_authenticated(refused), refused
+
+
+# What the call hash a grant binds covers (core/grants.py rule 2), and the host beside it
+# (rule 8): a call that differs in any of them is another call, which the grant does not cover.
+def _repinned(calls: Calls) -> list[Tool]:
+    """The same tools, srv/write re-pinned with a reworded description (its spec changed)."""
+    return [
+        dataclasses.replace(t, description="write the counter, and mail it out")
+        if t.name == "srv/write"
+        else t
+        for t in tools(calls)
+    ]
+
+
+CALL_CHANGES: dict[str, dict[str, Any]] = {
+    "arguments": {"n": 8},
+    "tool": {"tool": "srv/push"},
+    "server": {"tool": "other/write"},
+    "pinned spec": {},
+    "host": {"host": HOST_B[0]},
+}
+
+
+@pytest.mark.parametrize("change", CALL_CHANGES)
+def test_a_grant_covers_no_call_that_differs_in_what_its_call_hash_or_host_covers(
+    store: Store, change: str
+) -> None:
+    calls = Calls()
+    g = gate(store, calls)
+    grant = granted(store, g)
+    assert live(store, g) == grant
+    if change == "pinned spec":
+        g = make_gate(store, _repinned(calls), policy=ProxyRules(ConfigPolicy()))
+    assert live(store, g, **CALL_CHANGES[change]) is None
 
 
 def test_an_end_cut_off_the_chain_brings_no_grant_back_once_the_end_is_kept(

@@ -264,6 +264,39 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_approvals.py::test_the_approval_hash_is_over_the_canonical_request",
     ),
     Mutation(
+        "the approval hash leaves out the tool spec",
+        "G-GATE-1",
+        "core/approvals.py",
+        '        "tool_spec": spec_hash,\n        "tool": tool,\n',
+        '        "tool": tool,\n',
+        "a request rewritten to another tool spec after its approval keeps the approved hash",
+        "tests/core/test_approvals.py::"
+        "test_a_request_rewritten_in_any_field_its_hash_covers_after_its_approval_runs_nothing"
+        "[tool_spec]",
+    ),
+    Mutation(
+        "the approval hash leaves out the tool",
+        "G-GATE-1",
+        "core/approvals.py",
+        '        "tool_spec": spec_hash,\n        "tool": tool,\n',
+        '        "tool_spec": spec_hash,\n',
+        "a request rewritten to another tool after its approval keeps the approved hash",
+        "tests/core/test_approvals.py::"
+        "test_a_request_rewritten_in_any_field_its_hash_covers_after_its_approval_runs_nothing"
+        "[tool]",
+    ),
+    Mutation(
+        "the approval hash leaves out the kind",
+        "G-GATE-1",
+        "core/approvals.py",
+        '        "step": step,\n        "kind": kind,\n',
+        '        "step": step,\n',
+        "an approval rewritten to another kind after it was given keeps the approved hash",
+        "tests/core/test_approvals.py::"
+        "test_a_request_rewritten_in_any_field_its_hash_covers_after_its_approval_runs_nothing"
+        "[kind]",
+    ),
+    Mutation(
         "attach does not check the grant still binds its request",
         "G-GATE-1",
         "core/waiting.py",
@@ -372,6 +405,190 @@ CORE: tuple[Mutation, ...] = (
         '    sent = payload.get("mac")\n    return None\n    if sent is None:\n',
         "a grant row and event written by whoever can write Signoff's files allow a call",
         "tests/core/test_grants.py::test_a_grant_edited_to_name_another_host_is_not_honoured",
+    ),
+    Mutation(
+        "a grant's MAC comparison accepts a prefix",
+        "G-GATE-6",
+        "core/grants.py",
+        "operator_key.mac_matches(\n        sent, expected\n    )",
+        "expected.startswith(str(sent))",
+        "a grant whose MAC a database writer emptied, under the real key id, allows its call",
+        "tests/core/test_grants.py::"
+        "test_a_grant_whose_mac_is_forged_under_the_real_key_id_is_not_honoured[empty]",
+    ),
+    Mutation(
+        "the MAC comparison ignores case (grants)",
+        "G-GATE-6",
+        "core/operator_key.py",
+        '    return hmac.compare_digest(sent.encode("utf-8", "surrogatepass"),'
+        " expected.encode())\n",
+        "    return sent.lower() == expected\n",
+        "a grant's MAC rewritten in capitals is taken for the right one",
+        "tests/core/test_grants.py::"
+        "test_a_grant_whose_mac_is_forged_under_the_real_key_id_is_not_honoured[in capitals]",
+    ),
+    Mutation(
+        "the call hash leaves out the pinned spec",
+        "G-GATE-6",
+        "core/approvals.py",
+        'return canonical.sha256_hex({"tool_spec": spec_hash, "tool": tool, "arguments":'
+        " arguments})",
+        'return canonical.sha256_hex({"tool": tool, "arguments": arguments})',
+        "a grant survives a re-pin of its tool with a reworded description",
+        "tests/core/test_grants.py::"
+        "test_a_grant_covers_no_call_that_differs_in_what_its_call_hash_or_host_covers"
+        "[pinned spec]",
+    ),
+    Mutation(
+        "the call hash leaves out the arguments",
+        "G-GATE-6",
+        "core/approvals.py",
+        'return canonical.sha256_hex({"tool_spec": spec_hash, "tool": tool, "arguments":'
+        " arguments})",
+        'return canonical.sha256_hex({"tool_spec": spec_hash, "tool": tool})',
+        "a grant given for one call's arguments allows the tool with any arguments",
+        "tests/core/test_grants.py::"
+        "test_a_grant_covers_no_call_that_differs_in_what_its_call_hash_or_host_covers[arguments]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its grant",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "grant": grant.id,\n',
+        "",
+        "a grant edited in its grant (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[grant]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its approval",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "approval": grant.approval_id,\n',
+        "",
+        "a grant edited in its approval (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[approval]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its run",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "run": grant.run_id,\n',
+        "",
+        "a grant edited in its run (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[run]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its step",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "step": grant.step,\n',
+        "",
+        "a grant edited in its step (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[step]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its call_hash",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "call_hash": grant.call_hash,\n',
+        "",
+        "a grant edited in its call_hash (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[call_hash]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its server",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "server": grant.server,\n',
+        "",
+        "a grant edited in its server (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[server]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its tool",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "tool": grant.tool,\n',
+        "",
+        "a grant edited in its tool (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[tool]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its scope",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "scope": grant.scope,\n',
+        "",
+        "a grant edited in its scope (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[scope]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its until",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "until": grant.until,\n',
+        "",
+        "a grant edited in its until (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[until]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its app_session",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "app_session": grant.app_session,\n',
+        "",
+        "a grant edited in its app_session (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[app_session]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its by",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "by": grant.by,\n',
+        "",
+        "a grant edited in its by (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[by]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its at",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "at": grant.at,\n',
+        "",
+        "a grant edited in its at (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[at]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its reason",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "reason": grant.reason,\n',
+        "",
+        "a grant edited in its reason (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[reason]",
+    ),
+    Mutation(
+        "a grant's MAC leaves out its host_label",
+        "G-GATE-6",
+        "core/grants.py",
+        '        "host_label": grant.host_label,\n',
+        "",
+        "a grant edited in its host_label (row and record alike) is honoured",
+        "tests/core/test_grants.py::"
+        "test_a_real_grant_edited_in_any_field_its_mac_covers_is_not_honoured[host_label]",
     ),
     Mutation(
         "a grant's revocation in the chain is not read",
@@ -566,6 +783,17 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_verify_state.py::"
         "test_each_edit_of_a_state_table_is_found_by_verify_naming_the_row[secret-service]",
     ),
+    Mutation(
+        "verify's MAC comparison accepts a prefix",
+        "G-CHAIN-3",
+        "core/replay.py",
+        "or not mac_matches(sent, mac(key, fields)):",
+        "or not mac(key, fields).startswith(str(sent)):",
+        "signoff verify passes a decision whose MAC was emptied under the real key id",
+        "tests/core/test_authenticated_grants.py::"
+        "test_verify_names_a_decision_whose_mac_is_forged_under_the_real_key_id"
+        "[secret-service-empty]",
+    ),
     # --- G-KEY-1: a grant only on an authenticated decision ----------------------------------
     Mutation(
         "the approvals row is the grant",
@@ -582,11 +810,112 @@ CORE: tuple[Mutation, ...] = (
         "a decision's MAC is not compared",
         "G-KEY-1",
         "core/operator_key.py",
-        'if payload.get("key") != key_id(key) or not hmac.compare_digest(sent, mac(key, fields)):',
+        'if payload.get("key") != key_id(key) or not mac_matches(sent, mac(key, fields)):',
         "if False:",
         "a forged approval.decided event with a made-up MAC is executed",
         "tests/core/test_authenticated_grants.py::test_a_forged_decision_event_executes_nothing"
         "[secret-service-0000000000000000000000000000000000000000000000000000000000000000]",
+    ),
+    Mutation(
+        "a decision's MAC comparison accepts a prefix",
+        "G-KEY-1",
+        "core/operator_key.py",
+        "or not mac_matches(sent, mac(key, fields)):",
+        "or not mac(key, fields).startswith(sent):",
+        "a decision whose MAC a database writer emptied, under the real key id, is executed",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_decision_whose_mac_is_forged_under_the_real_key_id_executes_nothing"
+        "[secret-service-empty]",
+    ),
+    Mutation(
+        "the MAC comparison accepts a prefix (decisions)",
+        "G-KEY-1",
+        "core/operator_key.py",
+        '    return hmac.compare_digest(sent.encode("utf-8", "surrogatepass"),'
+        " expected.encode())\n",
+        "    return expected.startswith(sent)\n",
+        "a decision whose MAC was cut to its first digits is executed",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_decision_whose_mac_is_forged_under_the_real_key_id_executes_nothing"
+        "[secret-service-a prefix]",
+    ),
+    Mutation(
+        "the MAC is compared as text",
+        "G-KEY-1",
+        "core/operator_key.py",
+        '    return hmac.compare_digest(sent.encode("utf-8", "surrogatepass"),'
+        " expected.encode())\n",
+        "    return hmac.compare_digest(sent, expected)\n",
+        "a MAC written in full-width digits raises TypeError where its refusal is due",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_decision_whose_mac_is_forged_under_the_real_key_id_executes_nothing"
+        "[secret-service-in full-width digits]",
+    ),
+    Mutation(
+        "a decision's MAC leaves out its approval",
+        "G-KEY-1",
+        "core/operator_key.py",
+        '        "approval": approval.id,\n',
+        "",
+        "a real decision edited in its approval (event and tables alike) is executed",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_real_decision_edited_in_any_field_its_mac_covers_executes_nothing"
+        "[secret-service-approval]",
+    ),
+    Mutation(
+        "a decision's MAC leaves out its request_hash",
+        "G-KEY-1",
+        "core/operator_key.py",
+        '        "request_hash": approval.request_hash,\n',
+        "",
+        "a real decision edited in its request_hash (event and tables alike) is executed",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_real_decision_edited_in_any_field_its_mac_covers_executes_nothing"
+        "[secret-service-request_hash]",
+    ),
+    Mutation(
+        "a decision's MAC leaves out its status",
+        "G-KEY-1",
+        "core/operator_key.py",
+        '        "status": status,\n',
+        "",
+        "a real decision edited in its status (event and tables alike) is executed",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_real_decision_edited_in_any_field_its_mac_covers_executes_nothing"
+        "[secret-service-status]",
+    ),
+    Mutation(
+        "a decision's MAC leaves out its by",
+        "G-KEY-1",
+        "core/operator_key.py",
+        '        "by": by,\n',
+        "",
+        "a real decision edited in its by (event and tables alike) is executed",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_real_decision_edited_in_any_field_its_mac_covers_executes_nothing"
+        "[secret-service-by]",
+    ),
+    Mutation(
+        "a decision's MAC leaves out its at",
+        "G-KEY-1",
+        "core/operator_key.py",
+        '        "at": at,\n',
+        "",
+        "a real decision edited in its at (event and tables alike) is executed",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_real_decision_edited_in_any_field_its_mac_covers_executes_nothing"
+        "[secret-service-at]",
+    ),
+    Mutation(
+        "a decision's MAC leaves out its reason",
+        "G-KEY-1",
+        "core/operator_key.py",
+        '        "reason": reason,\n',
+        "",
+        "a real decision edited in its reason (event and tables alike) is executed",
+        "tests/core/test_authenticated_grants.py::"
+        "test_a_real_decision_edited_in_any_field_its_mac_covers_executes_nothing"
+        "[secret-service-reason]",
     ),
     Mutation(
         "the appended mode event downgrades a database whose key is in the keyring",

@@ -570,6 +570,68 @@ OUTER: tuple[Mutation, ...] = (
         "tests/proxy/test_config_record.py::test_a_record_forged_in_the_database_is_passed_over",
     ),
     Mutation(
+        "a recorded configuration's MAC comparison accepts a prefix",
+        "G-CONFIG-2",
+        "core/proxy/config_record.py",
+        "    if not operator_key.mac_matches(sent, expected):\n",
+        "    if not expected.startswith(sent):\n",
+        "a configuration recorded with an empty MAC, under the real key id, is in force",
+        "tests/proxy/test_config_record.py::"
+        "test_a_record_whose_mac_is_forged_under_the_real_key_id_is_passed_over[empty]",
+    ),
+    Mutation(
+        "the MAC comparison accepts a MAC cut short (configurations)",
+        "G-CONFIG-2",
+        "core/operator_key.py",
+        '    return hmac.compare_digest(sent.encode("utf-8", "surrogatepass"),'
+        " expected.encode())\n",
+        "    return sent in expected\n",
+        "a configuration recorded with the right MAC less its last digit is in force",
+        "tests/proxy/test_config_record.py::"
+        "test_a_record_whose_mac_is_forged_under_the_real_key_id_is_passed_over"
+        "[all but its last digit]",
+    ),
+    Mutation(
+        "a record's MAC leaves out its SHA-256",
+        "G-CONFIG-2",
+        "core/proxy/config_record.py",
+        '"seq": seq, "sha256": digest, "by": by,\n',
+        '"seq": seq, "by": by,\n',
+        "a signed record's rules rewritten in the database (text and SHA-256) are in force",
+        "tests/proxy/test_config_record.py::"
+        "test_a_real_record_edited_in_any_field_its_mac_covers_is_passed_over[sha256]",
+    ),
+    Mutation(
+        "a record's MAC leaves out who recorded it",
+        "G-CONFIG-2",
+        "core/proxy/config_record.py",
+        '"seq": seq, "sha256": digest, "by": by,\n',
+        '"seq": seq, "sha256": digest,\n',
+        "a signed record rewritten to name another recorder stays in force",
+        "tests/proxy/test_config_record.py::"
+        "test_a_real_record_edited_in_any_field_its_mac_covers_is_passed_over[by]",
+    ),
+    Mutation(
+        "a record's MAC leaves out when it was recorded",
+        "G-CONFIG-2",
+        "core/proxy/config_record.py",
+        '            "at": at, "why": why}  # fmt: skip\n',
+        '            "why": why}  # fmt: skip\n',
+        "a signed record rewritten to another time stays in force",
+        "tests/proxy/test_config_record.py::"
+        "test_a_real_record_edited_in_any_field_its_mac_covers_is_passed_over[at]",
+    ),
+    Mutation(
+        "a record's MAC leaves out why it was recorded",
+        "G-CONFIG-2",
+        "core/proxy/config_record.py",
+        '            "at": at, "why": why}  # fmt: skip\n',
+        '            "at": at}  # fmt: skip\n',
+        "a signed record rewritten to say another why stays in force",
+        "tests/proxy/test_config_record.py::"
+        "test_a_real_record_edited_in_any_field_its_mac_covers_is_passed_over[why]",
+    ),
+    Mutation(
         "the recorded configuration's place is not kept in the keyring",
         "G-CONFIG-2",
         "core/proxy/config_record.py",

@@ -5,6 +5,7 @@ Secret Service holding the operator key, and the fake server's own log of what i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -13,14 +14,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from core import canonical
+from core import canonical, operator_key
 from core.canonical import JSONValue
 from core.proxy import config as configuration
 from core.proxy import config_record, instructions
 from core.proxy.instructions import pin_of
 from core.store import Store, utc_now
 from core.transitions import record_config_change
+from core.verify import verify
 from tests.conftest import _secret_service_problem, need, run_signoff
+from tests.forgery import FORGED_MACS, event, forged_mac, last_seq, rewrite_event
 from tests.host import text
 from tests.proxy.rig import NOTES_TOOLS, Rig
 
@@ -129,17 +132,19 @@ def test_a_running_proxy_keeps_the_recorded_rules_when_the_file_changes_under_it
 def test_a_record_forged_in_the_database_is_passed_over(
     rig: Rig, home: Path, tmp_path: Path
 ) -> None:
-    """The attacker can write the database and the file, but cannot read the keyring."""
+    """The attacker can write the database and the file, but cannot read the keyring: under
+    the real key id (every record shows it) a made-up MAC and an empty one, and no MAC."""
     config = home / "config.toml"
     edited = config.read_text() + ALLOW_WRITES
-    with Store.open(home / "signoff.db") as store, store.transaction("forged") as tx:
-        import hashlib
-
+    database = home / "signoff.db"
+    key_id = event(database, last_seq(database, "config.recorded"))[3]["key"]
+    with Store.open(database) as store, store.transaction("forged") as tx:
         payload: dict[str, JSONValue] = {
             "text": edited, "sha256": hashlib.sha256(edited.encode()).hexdigest(),
-            "by": "operator:root", "why": "saved", "key": "0" * 16, "mac": "0" * 64,
+            "by": "operator:root", "why": "saved", "key": key_id, "mac": "0" * 64,
         }  # fmt: skip
         record_config_change(tx, "config.recorded", payload, at=utc_now())
+        record_config_change(tx, "config.recorded", {**payload, "mac": ""}, at=utc_now())
         unsigned = {k: v for k, v in payload.items() if k not in ("key", "mac")}
         record_config_change(tx, "config.recorded", unsigned, at=utc_now())
     config.write_text(edited)
@@ -224,6 +229,93 @@ def test_a_signed_record_copied_into_a_newer_event_does_not_verify(
 
     assert write(rig, "copied").startswith(WAITS)
     assert written(tmp_path) == []
+
+
+# The records themselves, as a writer of the database file would forge them: under the real
+# key id (every signed record shows it), with the chain's hashes computed again.
+LOOSE = 'hold_seconds = 1\n\n[policy]\nlocal_mutation = "allow"\n'
+
+
+def two_records(store: Store) -> tuple[config_record.Recorded, config_record.Recorded]:
+    """The operator's configuration, recorded twice (the second one in force)."""
+    first = config_record.record(store, b"hold_seconds = 1\n", why="saved")
+    return first, config_record.record(store, b"hold_seconds = 2\n", why="saved")
+
+
+def signed_part(store: Store, seq: int) -> tuple[str, str]:
+    """The key id and MAC of the record at ``seq``."""
+    payload = event(store.path, seq)[3]
+    return str(payload["key"]), str(payload["mac"])
+
+
+@pytest.mark.parametrize("how", FORGED_MACS)
+def test_a_record_whose_mac_is_forged_under_the_real_key_id_is_passed_over(
+    home: Path, how: str
+) -> None:
+    """The attacker records their rules with the real key id and a MAC near the right one (the
+    record in force's own: valid where it was made): passed over, the operator's stay."""
+    config = home / "config.toml"
+    with Store.open(home / "signoff.db") as store:
+        _, second = two_records(store)
+        key_id, other = signed_part(store, second.seq)
+        digest = hashlib.sha256(LOOSE.encode()).hexdigest()
+        payload: dict[str, JSONValue] = {
+            "text": LOOSE, "sha256": digest, "by": second.by, "why": "saved", "key": key_id,
+            "mac": "0" * 64,
+        }  # fmt: skip
+        with store.transaction("forged") as tx:
+            record_config_change(tx, config_record.KIND, payload, at=utc_now())
+        seq = last_seq(store.path, config_record.KIND)
+        key = operator_key.default().key(store.database_id)
+        assert key is not None and operator_key.key_id(key) == key_id
+        at = event(store.path, seq)[4]
+        fields = config_record._fields(store.database_id, seq, digest, second.by, at, "saved")
+        rewrite_event(store.path, seq, mac=forged_mac(how, operator_key.mac(key, fields), other))
+        verify(store)
+        config.write_text(LOOSE)
+        now = config_record.state(store, config)
+    assert now.recorded == second and len(now.passed_over) == 1, now.passed_over
+    assert now.changed_outside
+
+
+def _copied_into_a_newer_event(store: Store, first: config_record.Recorded) -> int:
+    """The first (older) record, signed, appended again with its time: its place differs."""
+    text = event(store.path, first.seq)[3]
+    with store.transaction("copied") as tx:
+        record_config_change(tx, config_record.KIND, text, at=first.at)
+    return last_seq(store.path, config_record.KIND)
+
+
+# What a recorded configuration's MAC covers (core/proxy/config_record.py rule 1), each changed
+# in the record in force: its text (with the SHA-256 it must hash to), who, why, when, and its
+# place (the older record copied into a newer event). Its version and database are the code's
+# and the key's own: no write to the file changes them.
+RECORD_EDITS = {
+    "sha256": {"text": LOOSE, "sha256": hashlib.sha256(LOOSE.encode()).hexdigest()},
+    "by": {"by": "operator:someone-else"},
+    "why": {"why": "accepted"},
+    "at": {"at": "2030-01-01T00:00:00.000000Z"},
+}
+
+
+@pytest.mark.parametrize("field", [*RECORD_EDITS, "seq"])
+def test_a_real_record_edited_in_any_field_its_mac_covers_is_passed_over(
+    home: Path, field: str
+) -> None:
+    with Store.open(home / "signoff.db") as store:
+        first, second = two_records(store)
+        if field == "seq":
+            edited = _copied_into_a_newer_event(store, first)
+        else:
+            edited = second.seq
+            rewrite_event(store.path, edited, **RECORD_EDITS[field])
+        verify(store)
+        with store.snapshot() as conn:
+            found, passed = config_record.latest(
+                conn, store.database_id, operator_key.default(), None
+            )
+    assert found is not None and found.seq != edited, found
+    assert len(passed) == 1 and passed[0].startswith(f"event {edited}:"), passed
 
 
 def test_a_hand_edit_of_an_instructions_pin_is_not_taken_up(rig: Rig, home: Path) -> None:

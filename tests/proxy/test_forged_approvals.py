@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from tests.conftest import NO_KEYRING_ENV, _secret_service_problem, need
+from tests.forgery import event, forged_mac, last_seq, rewrite_event
 from tests.host import text
 from tests.proxy.rig import NOTES_TOOLS, Rig
 
@@ -71,6 +72,35 @@ def test_an_approval_forged_in_the_database_is_not_executed_and_verify_names_it(
     result = json.loads(verified.stdout)
     assert verified.returncode == 1, verified
     assert (result["error"], result["row"]) == ("StateDisagrees", f"approvals {waiting_id(rig)}")
+
+
+@pytest.mark.guarantee("G-KEY-1")
+@pytest.mark.parametrize("how", ["empty", "in full-width digits"])
+def test_a_real_approvals_mac_rewritten_under_the_real_key_id_runs_nothing_and_verify_names_it(
+    rig: Rig, home: Path, tmp_path: Path, how: str
+) -> None:
+    """The operator's real approval, its MAC then rewritten in the database (the key id kept,
+    the chain's hashes computed again): the proxy refuses the call by name, and so does
+    ``signoff verify``, never with an error of its own."""
+    database = home / "signoff.db"
+
+    async def scenario() -> None:
+        async with rig.client("notes") as host:
+            first = text(await host.call_tool("write_note", {"text": "forged"}))
+            assert first.startswith("This call needs the operator's approval"), first
+            [waiting] = rig.pending()
+            rig.signoff("approve", waiting["id"], "--hash", waiting["hash"])
+            seq = last_seq(database, "approval.decided")
+            right = event(database, seq)[3]["mac"]
+            rewrite_event(database, seq, mac=forged_mac(how, right, ""))
+            again = await host.call_tool("write_note", {"text": "forged"})
+            assert again.is_error and "DecisionUnauthenticated" in text(again), text(again)
+
+    anyio.run(scenario)
+    assert written(tmp_path) == []
+    verified = rig.signoff("verify", "--json", check=False)
+    assert verified.returncode == 1, verified
+    assert json.loads(verified.stdout)["error"] == "StateDisagrees", verified
 
 
 def waiting_id(rig: Rig) -> str:

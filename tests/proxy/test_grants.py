@@ -9,6 +9,7 @@ identical predecessor's outcome is unknown asks, grant or not."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -114,6 +115,41 @@ def test_after_the_grants_end_the_identical_call_asks_as_a_duplicate(
 
     run_proxy(home, scenario)
     assert written(notes, "hello") == 1
+
+
+def test_a_grant_does_not_survive_a_re_pin_of_its_tool_with_a_reworded_description(
+    home: Path, tmp_path: Path
+) -> None:
+    """The server rewords the tool's description and the operator pins it again: the grant was
+    given for the tool as it was pinned (its spec is in the call hash), so the identical call
+    now asks."""
+    notes = tmp_path / "notes.txt"
+    rig = set_up(home, notes)
+
+    async def granted(proxy: Proxy, store: Store) -> None:
+        decide(store, await write(proxy, "hello"), scope="1h")
+        assert await write(proxy, "hello") == "wrote 'hello'"  # the approved call, collected
+        assert await write(proxy, "hello") == "wrote 'hello'"  # under the grant: not asked
+
+    run_proxy(home, granted)
+    script = home / "notes-script.json"
+    reworded = [
+        {**tool, "description": "Append a line to the notes, and mail them out"}
+        if tool["name"] == "write_note"
+        else tool
+        for tool in NOTES_TOOLS
+    ]
+    script.write_text(
+        json.dumps({**json.loads(script.read_text()), "listing": json.dumps(reworded)})
+    )
+    rig.signoff("pin", "notes", "--accept")
+
+    async def repinned(proxy: Proxy, store: Store) -> None:
+        again = await write(proxy, "hello")
+        assert "wrote" not in again and again.startswith(PENDING), again
+
+    run_proxy(home, repinned)
+    assert written(notes, "hello") == 2
 
 
 def test_a_call_whose_identical_predecessor_may_have_run_asks_grant_or_not(
