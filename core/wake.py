@@ -62,8 +62,8 @@ FALLBACK_ROOT = Path("/tmp")  # noqa: S108  # made private and checked, as said 
 def natural_runtime_dir() -> Path:
     """The runtime directory where it fits: ``$SIGNOFF_HOME/run``, else the platform's."""
     home = os.environ.get("SIGNOFF_HOME")
-    if home:
-        return Path(home) / "run"
+    if home:  # as core/paths.py reads it: `~/x` is one home, not a folder named "~"
+        return Path(home).expanduser().resolve() / "run"
     with warnings.catch_warnings():  # no XDG_RUNTIME_DIR: platformdirs warns of its fallback
         warnings.simplefilter("ignore")
         return Path(platformdirs.user_runtime_dir(paths.APP_NAME))
@@ -89,6 +89,18 @@ def fitting_runtime_dir(natural: Path) -> Path:
         if private and found.st_uid == uid and _fits(user / paths.APP_NAME / digest):
             return user / paths.APP_NAME / digest
     return FALLBACK_ROOT / f"{paths.APP_NAME}-{uid}" / digest
+
+
+def socket_folders() -> tuple[Path, ...]:
+    """Every folder Signoff's sockets may be in for this user (rule 6): the runtime directory
+    in use, and the folders its fallbacks are made in, whatever the home. They are Signoff's
+    own files (core/policy/own_files.py): a call that writes there can take the app's place."""
+    found = [runtime_dir()]
+    if hasattr(os, "geteuid"):
+        uid = os.geteuid()
+        found += [USER_RUNTIME_ROOT / str(uid) / paths.APP_NAME,
+                  FALLBACK_ROOT / f"{paths.APP_NAME}-{uid}"]  # fmt: skip
+    return tuple(found)
 
 
 def _fits(folder: Path) -> bool:

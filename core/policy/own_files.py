@@ -6,7 +6,9 @@ Rules:
 1. Signoff's folders are the database's folder, ``config.toml``'s folder (the pinned texts are
    kept in it, ``pins``), the folders ``core.paths`` names (``SIGNOFF_HOME``), and the
    platform's own data, configuration and runtime folders for Signoff whatever the home in use
-   (``core.paths.platform_dirs``); each is resolved, symbolic links followed, when asked.
+   (``core.paths.platform_dirs``), and the folders of its sockets, the fallbacks a deep home's
+   sockets go to included (``core.wake.socket_folders``, decision 0074); each is resolved,
+   symbolic links followed, when asked.
    What Signoff's trust rests on counts too (``trusted``): the ``keyring`` package's
    configuration folder (where it says and ``~/.config/python_keyring`` whatever XDG says),
    Signoff's cache folder (the keyring lock, core/keyring_calls.py), Signoff's installation
@@ -55,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core import canonical, hosts, paths, present
+from core import canonical, hosts, paths, present, wake
 from core.policy import meaning
 from core.policy.policy import (
     OWN_FILES_KIND,
@@ -102,7 +104,8 @@ class OwnFiles:
         database = database if database is not None else paths.database_path()
         config = config if config is not None else paths.config_path()
         found = [database.parent, config.parent, config.parent / "pins", paths.data_dir(),
-                 paths.config_dir(), *paths.platform_dirs(), *trusted_folders(), *more]  # fmt: skip
+                 paths.config_dir(), *paths.platform_dirs(), *wake.socket_folders(),
+                 *trusted_folders(), *more]  # fmt: skip
         return cls(tuple(dict.fromkeys(found)), cwd, tuple(hosts.wired_files(config, cwd)))
 
     def touched(self, arguments: Any, *, mutating: bool = False) -> tuple[str, ...]:

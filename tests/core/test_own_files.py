@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from core import wake
 from core.decisions import Decision
 from core.gate import VerdictOutcome
 from core.policy.own_files import OwnFiles, OwnFilesRule, apply
@@ -321,3 +322,24 @@ def test_a_project_file_wired_to_signoff_is_signoffs_own_where_the_proxy_starts(
     allowed = PolicyDecision(Outcome.ALLOW, "an allow rule on writes in the project")
     decided = apply(own, allowed, {"path": ".mcp.json", "text": "{}"}, mutating=True)
     assert decided.outcome is Outcome.APPROVE and decided.kind == OWN_FILES_KIND
+
+
+@pytest.mark.guarantee("G-FILES-2")
+def test_the_folders_a_deep_homes_sockets_go_to_are_signoffs_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A home too deep for a socket's path has its sockets in a fallback folder (decision
+    0074): writing there could put another listener in the app's place, so a request naming
+    it, or the fallbacks' folder of any home, waits as one naming Signoff's own files."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    monkeypatch.setenv("SIGNOFF_HOME", str(deep))
+    sockets = wake.runtime_dir()
+    assert not sockets.is_relative_to(deep)  # the fallback is in use
+    own = OwnFiles.of(cwd=None)
+    uid = os.geteuid()
+    for named in (sockets / "wake.sock", sockets / "proxies" / "1-abcdef01.sock",
+                  Path(f"/tmp/signoff-{uid}/0123/app.sock"),
+                  Path(f"/run/user/{uid}/signoff/0123/app.sock")):  # fmt: skip
+        assert own.touched({"path": str(named)}) != (), named
+    monkeypatch.setenv("SIGNOFF_HOME", "~/not-deep")
+    assert wake.natural_runtime_dir() == Path.home().resolve() / "not-deep" / "run"

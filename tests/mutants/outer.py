@@ -234,6 +234,17 @@ OUTER: tuple[Mutation, ...] = (
         "tests/core/test_rules.py::test_a_link_is_judged_where_it_leads",
     ),
     Mutation(
+        "a deep home's socket folder is not own",
+        "G-FILES-2",
+        "core/policy/own_files.py",
+        "*wake.socket_folders(),",
+        "",
+        "an agent writes into the fallback folder of a deep home's sockets, unasked, and can"
+        " listen in the app's place",
+        "tests/core/test_own_files.py::"
+        "test_the_folders_a_deep_homes_sockets_go_to_are_signoffs_own",
+    ),
+    Mutation(
         "a project file wired in the working directory is not own",
         "G-FILES-2",
         "core/hosts.py",
