@@ -320,6 +320,25 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_grants.py::test_a_grant_yields_the_duplicate_rule_but_not_a_call_that_may_have_run",
     ),
     Mutation(
+        "a grant stands over an abort",
+        "G-GATE-6",
+        "core/proxy/rules.py",
+        "        if decision.outcome is Outcome.APPROVE and grant is not None",
+        "        if decision.outcome is not Outcome.DENY and grant is not None",
+        "a policy that ends the run is overridden by the operator's grant, and the call runs",
+        "tests/core/test_grants.py::test_a_grant_never_overrides_an_abort",
+    ),
+    Mutation(
+        "a grant stands over the own-files rule",
+        "G-GATE-6",
+        "core/proxy/rules.py",
+        "        if decision.kind == OWN_FILES_KIND:  # says what it touches: the stronger word\n"
+        "            return decision\n",
+        "",
+        "the identical call with a path into Signoff's configuration runs under the grant, unasked",
+        "tests/core/test_grants.py::test_a_grant_never_overrides_the_rule_for_signoffs_own_files",
+    ),
+    Mutation(
         "a grant is honoured on a database cut back before its end",
         "G-GATE-6",
         "core/grants.py",
