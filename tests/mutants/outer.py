@@ -125,12 +125,50 @@ OUTER: tuple[Mutation, ...] = (
         "an allow rule decides a request with a .. segment",
         "G-RULES-1",
         "core/policy/judge.py",
-        "            doubts.extend(_text_doubts(value, with_keys=True,"
-        " values=name not in judged))\n",
+        "            doubts.extend(_text_doubts({name: value}, with_keys=True,\n"
+        "                                       values=name not in judged))  # fmt: skip\n",
         "            pass\n",
         "a folder written by hand as a pattern is escaped with /notes/../secrets",
         "tests/core/test_rules.py::"
         "test_an_allow_rule_written_by_hand_still_never_allows_a_dot_dot_segment",
+    ),
+    Mutation(
+        "an allow rule reads no key for a .. segment",
+        "G-RULES-1",
+        "core/policy/judge.py",
+        "_text_doubts({name: value}, with_keys=True,",
+        "_text_doubts({name: value}, with_keys=False,",
+        'a folder rule allows {"files": {"../../.ssh/authorized_keys": ...}}, unasked',
+        "tests/core/test_rules.py::"
+        "test_an_allow_rule_never_allows_a_dot_dot_segment_in_a_key[spelled]",
+    ),
+    Mutation(
+        "an allow rule reads no argument's name for a .. segment",
+        "G-RULES-1",
+        "core/policy/judge.py",
+        "_text_doubts({name: value}, with_keys=True,",
+        "_text_doubts(value, with_keys=True,",
+        "a tool taking its paths as argument names writes outside the folder a rule allows",
+        "tests/core/test_rules.py::"
+        "test_an_allow_rule_never_allows_a_dot_dot_segment_in_a_key[argument-name]",
+    ),
+    Mutation(
+        "an allow rule judges an object's keys as spelled",
+        "G-RULES-1",
+        "core/policy/judge.py",
+        "        names = [_meanings(k, domain, where) for k in keys]\n",
+        "        names = [[k] for k in keys]\n",
+        "a key through a link leading out of the folder is allowed as if it were inside it",
+        "tests/core/test_rules.py::test_an_allow_rule_judges_an_objects_keys_by_what_they_mean",
+    ),
+    Mutation(
+        "two keys meaning one file hide a value from an allow rule",
+        "G-RULES-1",
+        "core/policy/judge.py",
+        "            if len(set(named)) < len(named):",
+        "            if False:",
+        "a copy to a file outside the folder hides behind a key spelled another way",
+        "tests/core/test_rules.py::test_an_allow_rule_judges_an_objects_keys_by_what_they_mean",
     ),
     Mutation(
         "a URL is read only as it is spelled",
