@@ -743,6 +743,29 @@ OUTER: tuple[Mutation, ...] = (
         "test_sampling_is_refused_by_default_naming_why_and_the_host_never_sees_it",
     ),
     Mutation(
+        "sampling is judged by the setting at start only",
+        "G-ASK-1",
+        "core/proxy/asks.py",
+        "        if not still:\n",
+        "        if False:\n",
+        "sampling turned off while a proxy runs still reaches the host's model until a restart",
+        "tests/proxy/test_elicitation_sampling.py::"
+        "test_sampling_turned_off_while_the_proxy_runs_is_refused_from_the_next_request",
+    ),
+    Mutation(
+        "sampling is judged by the configuration the session started with",
+        "G-ASK-1",
+        "core/proxy/asks.py",
+        "        if self.config_path is not None:\n"
+        "            config = config_record.state(self.store, self.config_path).config()\n",
+        "        if False:\n"
+        "            config = config_record.state(self.store, self.config_path).config()\n",
+        "the setting is read from the host session's first configuration, never from the one in"
+        " force, so turning it off reaches no running proxy",
+        "tests/proxy/test_elicitation_sampling.py::"
+        "test_sampling_turned_off_while_the_proxy_runs_is_refused_from_the_next_request",
+    ),
+    Mutation(
         "a subscription reaches the server unchecked",
         "G-RULES-1",
         "core/proxy/resources.py",
