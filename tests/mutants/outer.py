@@ -369,6 +369,47 @@ OUTER: tuple[Mutation, ...] = (
         "every variable of the environment Signoff runs in reaches the server, named or not",
         "tests/proxy/test_manage.py::test_a_server_gets_only_path_home_tmpdir_and_the_variables_named",
     ),
+    # --- G-PROMPT-1: prompts and resources, off until turned on, pinned, gated (0055) ---------
+    Mutation(
+        "a prompt's get is served from the host's last listing",
+        "G-PROMPT-1",
+        "core/proxy/resources.py",
+        "        await self._list_prompts()  # asked again: a prompt changed since is not"
+        " offered\n",
+        "",
+        "a server rewords its prompt after the host listed it, and the host gets the new words",
+        "tests/proxy/test_resources_prompts.py::"
+        "test_a_prompt_reworded_after_the_hosts_listing_is_refused_at_its_get_by_name",
+    ),
+    Mutation(
+        "prompts and resources are on for every server",
+        "G-PROMPT-1",
+        "core/proxy/resources.py",
+        "            on = server is not None and getattr(server, kind, False)\n",
+        "            on = server is not None\n",
+        "a server's resources are read by the host though the operator never turned them on",
+        "tests/proxy/test_resources_prompts.py::"
+        "test_prompts_and_resources_are_not_offered_until_the_operator_turns_them_on",
+    ),
+    Mutation(
+        "a prompt is pinned by its name only",
+        "G-PROMPT-1",
+        "core/proxy/catalog.py",
+        '    return Item(name, hashlib.sha256(raw).hexdigest(), raw, value), ("", "")\n',
+        '    return Item(name, hashlib.sha256(name.encode()).hexdigest(), raw, value), ("", "")\n',
+        "a prompt whose description the server rewords is still offered, unreviewed",
+        "tests/proxy/test_catalog.py::"
+        "test_a_prompt_is_pinned_over_its_bytes_as_sent_so_a_change_of_spelling_is_a_change",
+    ),
+    Mutation(
+        "a prompt's get goes to the server ungated",
+        "G-PROMPT-1",
+        "core/proxy/resources.py",
+        '        return await self._gated(server, "prompts/get", sent, host, cancelled)\n',
+        '        return {"result": (await self._ask(server, "prompts/get", sent)).result}\n',
+        "a prompt a reject rule names is got all the same, and no run records it",
+        "tests/proxy/test_resources_prompts.py::test_a_reject_rule_on_a_prompts_name_refuses_its_get",
+    ),
     Mutation(
         "a credential value half reference is accepted",
         "G-REMOTE-1",
