@@ -320,6 +320,15 @@ CORE: tuple[Mutation, ...] = (
         "tests/core/test_grants.py::test_a_grant_yields_the_duplicate_rule_but_not_a_call_that_may_have_run",
     ),
     Mutation(
+        "a grant stands over a deny",
+        "G-GATE-6",
+        "core/proxy/rules.py",
+        "        if decision.outcome is Outcome.APPROVE and grant is not None",
+        "        if decision.outcome is not Outcome.ABORT and grant is not None",
+        "a call the operator's policy denies runs under a grant given for it before the deny",
+        "tests/core/test_grants.py::test_a_grant_never_overrides_a_deny",
+    ),
+    Mutation(
         "a grant stands over an abort",
         "G-GATE-6",
         "core/proxy/rules.py",
