@@ -411,6 +411,16 @@ OUTER: tuple[Mutation, ...] = (
         "tests/proxy/test_resources_prompts.py::test_a_reject_rule_on_a_prompts_name_refuses_its_get",
     ),
     Mutation(
+        "a prompt over the result limit is passed on",
+        "G-PROMPT-1",
+        "core/proxy/resources.py",
+        "            if not why and len(answer.raw) > limit:\n",
+        "            if False:\n",
+        "a prompt or a resource larger than the operator allowed reaches the host",
+        "tests/proxy/test_resources_prompts.py::"
+        "test_a_prompt_larger_than_the_result_limit_is_refused_whole_and_its_run_failed",
+    ),
+    Mutation(
         "a credential value half reference is accepted",
         "G-REMOTE-1",
         "core/proxy/remote.py",

@@ -328,6 +328,29 @@ def test_a_subscription_passes_through_and_its_updates_reach_the_host(rig: Rig) 
 
 
 @pytest.mark.guarantee("G-PROMPT-1")
+def test_a_prompt_larger_than_the_result_limit_is_refused_whole_and_its_run_failed(
+    rig: Rig,
+) -> None:
+    """A prompt cut in part would be another prompt: the server's answer over its result limit
+    (64 KiB, the least there is) reaches the host as Signoff's refusal, never cut."""
+    fake_with_prompts(rig, [GREET])
+    rig.signoff("settings", "result_limit_bytes", "65536", "--server", "fake")
+
+    async def scenario() -> None:
+        async with rig.client("fake") as host:
+            with pytest.raises(MCPError) as refused:
+                await host.get_prompt("greet", {"who": "x" * 70_000})  # echoed in its answer
+            assert refused.value.error.code == -32000
+            assert (await host.get_prompt("greet", {"who": "you"})).messages
+
+    run(scenario)
+    assert [r[:3] for r in runs(rig)] == [
+        ("fake", "prompts/get", "FAILED"),
+        ("fake", "prompts/get", "COMPLETED"),
+    ]
+
+
+@pytest.mark.guarantee("G-PROMPT-1")
 def test_with_several_servers_a_prompts_name_is_prefixed_and_its_get_goes_to_its_server(
     rig: Rig,
 ) -> None:
