@@ -486,6 +486,18 @@ class UpstreamSessionExpired(UpstreamNotDelivered):
     request was not run, and the server is greeted anew before the next one."""
 
 
+class PromptUnavailable(SignoffError):
+    """A prompt the host asked for is not offered now: no server offering prompts lists it, or
+    it is not pinned (core/proxy/resources.py rule 3). Its get is refused before the gate, and
+    nothing reaches the server."""
+
+
+class PromptChanged(PromptUnavailable):
+    """The prompt as its server lists it now is not the one pinned (its bytes changed since the
+    operator pinned it, or since the host's listing showed it): its get is refused, nothing
+    reaches the server, until the operator pins it again (``signoff pin NAME``)."""
+
+
 class SamplingRefused(SignoffError):
     """A server asked the host's model (sampling) and may not: the operator has not allowed it
     for this server, or the host offers none. The host never saw the request."""

@@ -24,9 +24,13 @@ Rules:
    URL naming another machine...) leaves the rule not ruled out: its doubt is said, and the
    request is asked. Text means itself: every reading of it was tried.
 4. ``allow``: the rule matches only when every string it judges has a meaning in its domain
-   (no doubt) and the condition holds for every combination of those meanings. A string it does
-   not judge, or judges as text, that holds a ``.`` or ``..`` segment (spelled or escaped) is a
-   doubt: a condition comparing text would read ``/notes/../secrets`` as inside ``/notes``.
+   (no doubt) and the condition holds for every combination of those meanings. The keys of an
+   object it judges are judged as its values are, at any depth and in a list too (a server
+   may take a key for a path: ``{"files": {"a.md": "text"}}``), and two keys of one object
+   meaning one thing are a doubt. A string it does not judge, or judges as text, that holds a
+   ``.`` or ``..`` segment (spelled or escaped) is a doubt, and so is such a key anywhere, an
+   argument's name included: a condition comparing text would read ``/notes/../secrets`` as
+   inside ``/notes``.
 5. Past ``MOST_COMBINATIONS`` combinations, nothing is decided: the request is asked, and the
    doubt says why. So no request buys its way past a reject rule with many readings.
 """
@@ -51,6 +55,7 @@ _SEES_UNNAMED = frozenset({
 })  # fmt: skip
 _COMBINERS = ("allOf", "anyOf", "oneOf")
 TOO_MANY = "has more readings than Signoff checks in one request"
+SAME_KEY = "means what another key of its object means, so one value would hide the other"
 
 
 @dataclass(frozen=True)
@@ -95,9 +100,10 @@ def allow(
     judged = _judged(condition, arguments)
     domains = domains_of(condition)
     doubts: list[Reading] = []
-    if isinstance(arguments, dict):
+    if isinstance(arguments, dict):  # the argument's name is a key like any other
         for name, value in arguments.items():
-            doubts.extend(_text_doubts(value, with_keys=True, values=name not in judged))
+            doubts.extend(_text_doubts({name: value}, with_keys=True,
+                                       values=name not in judged))  # fmt: skip
     if doubts:
         return Verdict(False, tuple(doubts))
     try:
@@ -353,7 +359,8 @@ def _unread(
 
 
 def _meanings(value: JSONValue, domain: Domain, where: Where) -> list[Any]:
-    """Rule 4: every combination of what the strings in ``value`` mean in ``domain``."""
+    """Rule 4: every combination of what the strings in ``value`` mean in ``domain``, an
+    object's keys included."""
     if isinstance(value, str):
         reading = meaning.read(value, domain, where)
         if reading.doubt or not reading.meanings:
@@ -363,16 +370,24 @@ def _meanings(value: JSONValue, domain: Domain, where: Where) -> list[Any]:
         each = [_meanings(v, domain, where) for v in value]
         _count(each)
         return [list(c) for c in itertools.product(*each)]
-    if isinstance(value, dict):
+    if isinstance(value, dict):  # its keys are judged as its values are: a path can be one
         keys = list(value)
+        names = [_meanings(k, domain, where) for k in keys]
         each = [_meanings(value[k], domain, where) for k in keys]
-        _count(each)
-        return [dict(zip(keys, c, strict=True)) for c in itertools.product(*each)]
+        _count([*names, *each])
+        found: list[Any] = []
+        for named in itertools.product(*names):
+            if len(set(named)) < len(named):  # two keys meaning one: a value would be lost
+                key, meant = next((k, n) for k, n in zip(keys, named, strict=True)
+                                  if named.count(n) > 1)  # fmt: skip
+                raise _Doubt(Reading(key, (meant,), SAME_KEY))
+            found += [dict(zip(named, c, strict=True)) for c in itertools.product(*each)]
+        return found
     return [value]
 
 
 def _text_doubts(value: Any, *, with_keys: bool, values: bool = True) -> Iterator[Reading]:
-    """Rule 4: a string holding a dot segment, read as text."""
+    """Rule 4: a string holding a dot segment, read as text (``with_keys``: keys too)."""
     stack = [value]
     while stack:
         item = stack.pop()

@@ -25,7 +25,9 @@ Rules:
    (``{uri}``), of class ``read_only`` unless the operator classified them otherwise. So the
    class's rule (read_only: allow), the operator's policy for that tool, and rules on its
    arguments (a prompt's name, a URI's pattern) decide, and each is recorded. A prompt not
-   offered now (the listing is asked again) is refused before the gate (-32602).
+   offered now is refused before the gate (-32602), naming why: the listing is asked again at
+   each get, so a prompt reworded since it was pinned, or since the host's listing showed it,
+   is ``PromptChanged``; one not listed or not pinned, ``PromptUnavailable``.
 4. The answer is the server's result as it sent it, or its JSON-RPC error unchanged. A result
    larger than the server's result limit is refused (a prompt or a resource cut in part would be
    another one), and so is one Signoff cannot read exactly: the host gets an error, the run is
@@ -60,7 +62,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from core import canonical
-from core.errors import ListingRefused, SignoffError, ToolFailed, UpstreamError, UpstreamRefused
+from core.errors import (
+    ListingRefused,
+    PromptChanged,
+    PromptUnavailable,
+    SignoffError,
+    ToolFailed,
+    UpstreamError,
+    UpstreamRefused,
+)
 from core.policy.policy import Outcome
 from core.proxy import catalog, leads, results
 from core.proxy.cancel import current
@@ -122,7 +132,7 @@ class Resources:
     def __init__(self, proxy: Proxy) -> None:
         self.proxy = proxy
         self.prompts: dict[str, tuple[str, catalog.Item]] = {}  # by the host's name
-        self.refused: dict[str, str] = {}  # why a listed prompt is not offered, by that name
+        self.refused: dict[str, PromptUnavailable] = {}  # why a listed prompt is not offered
         self.templates: dict[str, str] = {}  # an offered URI template -> its server
         self.uris: dict[str, str] = {}  # a listed resource's URI -> its server
         self.gated: dict[tuple[str, str], Exposed] = {}  # (server, method) -> the gate's tool
@@ -262,9 +272,11 @@ class Resources:
             return _error(INVALID_PARAMS, "prompts/get needs a string name, arguments an object")
         await self._list_prompts()  # asked again: a prompt changed since is not offered
         found = self.prompts.get(name)
-        if found is None:
-            why = self.refused.get(name, "no such prompt")
-            return _error(INVALID_PARAMS, f"prompt {name} is not available: {why}")
+        if found is None:  # rule 3
+            refused = self.refused.get(name) or PromptUnavailable(
+                f"prompt {name} is not available: no server offering prompts lists it"
+            )
+            return _error(INVALID_PARAMS, f"Signoff: {refused} [{type(refused).__name__}]")
         server, item = found
         sent: dict[str, Any] = {"name": item.key}
         if arguments is not None:
@@ -425,20 +437,24 @@ class Resources:
         several = len(self.proxy.names) > 1
         shown: list[dict[str, Any]] = []
         offered: dict[str, tuple[str, catalog.Item]] = {}
-        refused: dict[str, str] = {}
+        refused: dict[str, PromptUnavailable] = {}
         for server, pages in await self._listings("prompts", "prompts/list"):
             listed = catalog.read([p.raw for p in pages], catalog.PROMPTS)
             pins = self.proxy.config.servers[server].prompt_pins
             for item in listed.items:
                 name = f"{server}__{item.key}" if several else item.key
                 status = catalog.status(item, pins)
-                if status != "pinned":
-                    refused[name] = (f"not pinned: review it with `signoff pin {server}`"
-                                     if status == "new" else
-                                     "changed since it was pinned: review it with"
-                                     f" `signoff pin {server}`")  # fmt: skip
+                review = f"review it with `signoff pin {server}`"
+                if status == "changed":
+                    refused[name] = PromptChanged(
+                        f"prompt {name} changed since it was pinned: {review}"
+                    )
+                elif status != "pinned":
+                    refused[name] = PromptUnavailable(f"prompt {name} is not pinned: {review}")
                 elif name in offered:
-                    refused[name] = f"another server's prompt is already offered as {name}"
+                    refused[name] = PromptUnavailable(
+                        f"prompt {name}: another server's prompt is already offered as {name}"
+                    )
                 else:
                     offered[name] = (server, item)
                     shown.append({**item.value, "name": name})

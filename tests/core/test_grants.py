@@ -24,7 +24,15 @@ from core.errors import ScopeRefused
 from core.gate import Gate, VerdictOutcome
 from core.grants import Grant
 from core.heads import KeyringHeadStore, MemoryHeadStore
-from core.policy.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
+from core.policy.own_files import OwnFiles
+from core.policy.policy import (
+    OWN_FILES_KIND,
+    ConfigPolicy,
+    Outcome,
+    PolicyDecision,
+    PolicyRequest,
+    Rule,
+)
 from core.proxy.rules import ProxyRules
 from core.recheck import recheck
 from core.records import read_approval
@@ -266,12 +274,12 @@ def rules_with(grant: Grant, policy: ConfigPolicy | None = None) -> ProxyRules:
     return rules
 
 
-def evaluate(rules: ProxyRules, g: Gate) -> PolicyDecision:
+def evaluate(rules: ProxyRules, g: Gate, arguments: dict[str, Any] | None = None) -> PolicyDecision:
     tool = g.tools["srv/write"]
     request = PolicyRequest.build(
         tool=tool.name, spec_hash=tool.spec_hash, side_effect=SideEffect.LOCAL_MUTATION,
-        idempotent=False, arguments={"n": 7}, run_id="x", goal="goal", step=0,
-        consecutive_failures=0,
+        idempotent=False, arguments={"n": 7} if arguments is None else arguments, run_id="x",
+        goal="goal", step=0, consecutive_failures=0,
     )  # fmt: skip
     return rules.evaluate(request)
 
@@ -296,6 +304,45 @@ def test_a_grant_never_overrides_a_deny(gate_store: Store) -> None:
     grant = granted(gate_store, g)
     denied = rules_with(grant, ConfigPolicy({SideEffect.LOCAL_MUTATION: Rule.DENY}))
     assert evaluate(denied, g).outcome is Outcome.DENY
+
+
+class Aborting(ConfigPolicy):
+    """A policy that ends the run (rule 2 of core/policy/policy.py): what a grant must not
+    turn into an allow."""
+
+    def evaluate(self, request: PolicyRequest) -> PolicyDecision:
+        return PolicyDecision(Outcome.ABORT, "this run is not to be")
+
+
+def test_a_grant_never_overrides_an_abort(gate_store: Store) -> None:
+    g = gate(gate_store, Calls())
+    grant = granted(gate_store, g)
+    aborted = rules_with(grant, Aborting())
+    assert evaluate(aborted, g) == PolicyDecision(Outcome.ABORT, "this run is not to be")
+    aborted.duplicate_of = "2026-12-05T10:00:00.000000Z"  # the duplicate rule yields to it too
+    assert evaluate(aborted, g).outcome is Outcome.ABORT
+
+
+def test_a_grant_never_overrides_the_rule_for_signoffs_own_files(
+    gate_store: Store, home: Path
+) -> None:
+    """The grant is live for this host's call; the call names Signoff's configuration, so it
+    waits for the operator as ``own_files`` all the same, the identical call before it
+    completed or not."""
+    g = gate(gate_store, Calls())
+    grant = granted(gate_store, g)
+    config = home / ".config/signoff"
+    config.mkdir(parents=True, exist_ok=True)
+    rules = rules_with(grant)
+    rules.own_files = OwnFiles((config,), cwd=home)
+    touching = {"n": 7, "path": str(config / "config.toml")}
+    for completed_before in (None, "2026-12-05T10:00:00.000000Z"):
+        rules.duplicate_of = completed_before
+        decided = evaluate(rules, g, touching)
+        assert (decided.outcome, decided.kind, decided.grant) == (
+            Outcome.APPROVE, OWN_FILES_KIND, "",
+        ), completed_before  # fmt: skip
+    assert evaluate(rules, g).grant == grant.id  # the same grant still covers its own call
 
 
 # --- recorded, shown and re-checked --------------------------------------------------------

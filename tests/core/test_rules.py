@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import RuleConditionInvalid, RuleExpiryInvalid, RuleIdMismatch
-from core.policy import meaning, rules
+from core.policy import judge, meaning, rules
 from core.policy.policy import ConfigPolicy, Outcome, PolicyDecision, PolicyRequest, Rule
 from core.policy.rules import ArgumentRule, Effect
 from core.tools import SideEffect
@@ -63,6 +63,55 @@ def test_an_allow_rule_written_by_hand_still_never_allows_a_dot_dot_segment() ->
     assert decide({"path": "/home/me/notes/a"}, loose).outcome is ALLOWED
     assert decide({"path": "/home/me/notes/../secrets"}, loose).outcome is ASKED
     assert decide({"path": "/home/me/notes/a", "also": ["../x"]}, loose).outcome is ASKED
+
+
+# A server may take a key for a path: ``{"files": {"a.md": "text"}}`` writes a.md in the folder.
+CLIMBING_KEYS = {
+    "spelled": {"files": {"../../.ssh/authorized_keys": "ssh-ed25519 AAAA"}},
+    "escaped": {"files": {"%2e%2e/%2E%2E/.ssh/authorized_keys": "ssh-ed25519 AAAA"}},
+    "deeper": {"files": {"sub": {"subsub": {"../../../.ssh/authorized_keys": "AAAA"}}}},
+    "in-a-list": {"files": [{"a.md": "text"}, {"../../.ssh/authorized_keys": "AAAA"}]},
+    "argument-name": {"../../.ssh/authorized_keys": "ssh-ed25519 AAAA"},
+}
+
+
+@pytest.mark.guarantee("G-RULES-1")
+@pytest.mark.parametrize("climbing", CLIMBING_KEYS.values(), ids=list(CLIMBING_KEYS))
+def test_an_allow_rule_never_allows_a_dot_dot_segment_in_a_key(climbing: dict[str, Any]) -> None:
+    """The folder is judged; ``files`` is not, and its keys climb out of the folder: spelled or
+    escaped, at any depth, in a list of objects, or as an argument's own name."""
+    notes = rule(Effect.ALLOW, ("folder", rules.under_folder("/home/me/notes")))
+    plain = {"folder": "/home/me/notes", "files": {"a.md": "text", "sub": {"b.md": "text"}}}
+    assert decide(plain, notes).outcome is ALLOWED
+    decided = decide({"folder": "/home/me/notes", **climbing}, notes)
+    assert decided.outcome is ASKED and decided.rule == ""
+    assert any("../" in r.spelling.lower().replace("%2e", ".") for r in decided.read)
+
+
+@pytest.mark.guarantee("G-RULES-1")
+def test_an_allow_rule_judges_an_objects_keys_by_what_they_mean(tmp_path: Any) -> None:
+    """A copy tool's ``{"files": {from: to}}``, both in the notes folder: a key is read against
+    the server's folder and through its links as a value is, and two keys naming one file
+    (which would hide one of their values) are asked about."""
+    notes, keys = tmp_path / "notes", tmp_path / "keys"
+    notes.mkdir()
+    keys.mkdir()
+    (notes / "link").symlink_to(keys)
+    inside = rules.under_folder(str(notes))
+    copies = ArgumentRule.make("mail", "send", Effect.ALLOW, {
+        "type": "object", "required": ["files"],
+        "properties": {"files": {"type": "object", "propertyNames": inside,
+                                 "additionalProperties": inside}},
+    })  # fmt: skip
+    at = where(str(notes))
+    assert decide({"files": {f"{notes}/a.md": f"{notes}/b.md"}}, copies, **at).outcome is ALLOWED
+    relative = decide({"files": {"a.md": f"{notes}/b.md"}}, copies, **at)
+    assert relative.outcome is ALLOWED  # a.md is the notes folder's
+    through = decide({"files": {f"{notes}/link/id": f"{notes}/b.md"}}, copies, **at)
+    assert through.outcome is ASKED  # the key leads to the keys folder
+    hiding = {f"{notes}/a.md": str(keys / "id"), "a.md": f"{notes}/b.md"}
+    twice = decide({"files": hiding}, copies, **at)
+    assert twice.outcome is ASKED and twice.read[0].doubt == judge.SAME_KEY
 
 
 @pytest.mark.guarantee("G-RULES-1")

@@ -125,12 +125,50 @@ OUTER: tuple[Mutation, ...] = (
         "an allow rule decides a request with a .. segment",
         "G-RULES-1",
         "core/policy/judge.py",
-        "            doubts.extend(_text_doubts(value, with_keys=True,"
-        " values=name not in judged))\n",
+        "            doubts.extend(_text_doubts({name: value}, with_keys=True,\n"
+        "                                       values=name not in judged))  # fmt: skip\n",
         "            pass\n",
         "a folder written by hand as a pattern is escaped with /notes/../secrets",
         "tests/core/test_rules.py::"
         "test_an_allow_rule_written_by_hand_still_never_allows_a_dot_dot_segment",
+    ),
+    Mutation(
+        "an allow rule reads no key for a .. segment",
+        "G-RULES-1",
+        "core/policy/judge.py",
+        "_text_doubts({name: value}, with_keys=True,",
+        "_text_doubts({name: value}, with_keys=False,",
+        'a folder rule allows {"files": {"../../.ssh/authorized_keys": ...}}, unasked',
+        "tests/core/test_rules.py::"
+        "test_an_allow_rule_never_allows_a_dot_dot_segment_in_a_key[spelled]",
+    ),
+    Mutation(
+        "an allow rule reads no argument's name for a .. segment",
+        "G-RULES-1",
+        "core/policy/judge.py",
+        "_text_doubts({name: value}, with_keys=True,",
+        "_text_doubts(value, with_keys=True,",
+        "a tool taking its paths as argument names writes outside the folder a rule allows",
+        "tests/core/test_rules.py::"
+        "test_an_allow_rule_never_allows_a_dot_dot_segment_in_a_key[argument-name]",
+    ),
+    Mutation(
+        "an allow rule judges an object's keys as spelled",
+        "G-RULES-1",
+        "core/policy/judge.py",
+        "        names = [_meanings(k, domain, where) for k in keys]\n",
+        "        names = [[k] for k in keys]\n",
+        "a key through a link leading out of the folder is allowed as if it were inside it",
+        "tests/core/test_rules.py::test_an_allow_rule_judges_an_objects_keys_by_what_they_mean",
+    ),
+    Mutation(
+        "two keys meaning one file hide a value from an allow rule",
+        "G-RULES-1",
+        "core/policy/judge.py",
+        "            if len(set(named)) < len(named):",
+        "            if False:",
+        "a copy to a file outside the folder hides behind a key spelled another way",
+        "tests/core/test_rules.py::test_an_allow_rule_judges_an_objects_keys_by_what_they_mean",
     ),
     Mutation(
         "a URL is read only as it is spelled",
@@ -341,6 +379,57 @@ OUTER: tuple[Mutation, ...] = (
         "env=None,",
         "every variable of the environment Signoff runs in reaches the server, named or not",
         "tests/proxy/test_manage.py::test_a_server_gets_only_path_home_tmpdir_and_the_variables_named",
+    ),
+    # --- G-PROMPT-1: prompts and resources, off until turned on, pinned, gated (0055) ---------
+    Mutation(
+        "a prompt's get is served from the host's last listing",
+        "G-PROMPT-1",
+        "core/proxy/resources.py",
+        "        await self._list_prompts()  # asked again: a prompt changed since is not"
+        " offered\n",
+        "",
+        "a server rewords its prompt after the host listed it, and the host gets the new words",
+        "tests/proxy/test_resources_prompts.py::"
+        "test_a_prompt_reworded_after_the_hosts_listing_is_refused_at_its_get_by_name",
+    ),
+    Mutation(
+        "prompts and resources are on for every server",
+        "G-PROMPT-1",
+        "core/proxy/resources.py",
+        "            on = server is not None and getattr(server, kind, False)\n",
+        "            on = server is not None\n",
+        "a server's resources are read by the host though the operator never turned them on",
+        "tests/proxy/test_resources_prompts.py::"
+        "test_prompts_and_resources_are_not_offered_until_the_operator_turns_them_on",
+    ),
+    Mutation(
+        "a prompt is pinned by its name only",
+        "G-PROMPT-1",
+        "core/proxy/catalog.py",
+        '    return Item(name, hashlib.sha256(raw).hexdigest(), raw, value), ("", "")\n',
+        '    return Item(name, hashlib.sha256(name.encode()).hexdigest(), raw, value), ("", "")\n',
+        "a prompt whose description the server rewords is still offered, unreviewed",
+        "tests/proxy/test_catalog.py::"
+        "test_a_prompt_is_pinned_over_its_bytes_as_sent_so_a_change_of_spelling_is_a_change",
+    ),
+    Mutation(
+        "a prompt's get goes to the server ungated",
+        "G-PROMPT-1",
+        "core/proxy/resources.py",
+        '        return await self._gated(server, "prompts/get", sent, host, cancelled)\n',
+        '        return {"result": (await self._ask(server, "prompts/get", sent)).result}\n',
+        "a prompt a reject rule names is got all the same, and no run records it",
+        "tests/proxy/test_resources_prompts.py::test_a_reject_rule_on_a_prompts_name_refuses_its_get",
+    ),
+    Mutation(
+        "a prompt over the result limit is passed on",
+        "G-PROMPT-1",
+        "core/proxy/resources.py",
+        "            if not why and len(answer.raw) > limit:\n",
+        "            if False:\n",
+        "a prompt or a resource larger than the operator allowed reaches the host",
+        "tests/proxy/test_resources_prompts.py::"
+        "test_a_prompt_larger_than_the_result_limit_is_refused_whole_and_its_run_failed",
     ),
     Mutation(
         "a credential value half reference is accepted",
@@ -776,6 +865,29 @@ OUTER: tuple[Mutation, ...] = (
         "a server the operator never allowed to sample reaches the host's model",
         "tests/proxy/test_elicitation_sampling.py::"
         "test_sampling_is_refused_by_default_naming_why_and_the_host_never_sees_it",
+    ),
+    Mutation(
+        "sampling is judged by the setting at start only",
+        "G-ASK-1",
+        "core/proxy/asks.py",
+        "        if not still:\n",
+        "        if False:\n",
+        "sampling turned off while a proxy runs still reaches the host's model until a restart",
+        "tests/proxy/test_elicitation_sampling.py::"
+        "test_sampling_turned_off_while_the_proxy_runs_is_refused_from_the_next_request",
+    ),
+    Mutation(
+        "sampling is judged by the configuration the session started with",
+        "G-ASK-1",
+        "core/proxy/asks.py",
+        "        if self.config_path is not None:\n"
+        "            config = config_record.state(self.store, self.config_path).config()\n",
+        "        if False:\n"
+        "            config = config_record.state(self.store, self.config_path).config()\n",
+        "the setting is read from the host session's first configuration, never from the one in"
+        " force, so turning it off reaches no running proxy",
+        "tests/proxy/test_elicitation_sampling.py::"
+        "test_sampling_turned_off_while_the_proxy_runs_is_refused_from_the_next_request",
     ),
     Mutation(
         "a subscription reaches the server unchecked",

@@ -15,6 +15,7 @@ def page(items: bytes, member: bytes = b"prompts") -> bytes:
     return b'{"jsonrpc":"2.0","id":1,"result":{"' + member + b'":' + items + b"}}"
 
 
+@pytest.mark.guarantee("G-PROMPT-1")
 def test_a_prompt_is_pinned_over_its_bytes_as_sent_so_a_change_of_spelling_is_a_change() -> None:
     sent = b'{"name":"greet","description":"Greets \\u0041"}'
     [item] = catalog.read([page(b"[" + sent + b"]")], catalog.PROMPTS).items
@@ -25,6 +26,7 @@ def test_a_prompt_is_pinned_over_its_bytes_as_sent_so_a_change_of_spelling_is_a_
     assert catalog.offered(catalog.Catalog((again,), ()), {"greet": item.pin}) == []
 
 
+@pytest.mark.guarantee("G-PROMPT-1")
 def test_only_pinned_and_unchanged_items_are_offered() -> None:
     listed = catalog.read([page(b'[{"name":"a"},{"name":"b"}]')], catalog.PROMPTS)
     a, b = listed.items
@@ -43,6 +45,7 @@ def test_templates_are_known_by_their_uri_template() -> None:
     [b'{"not":"an array"}', b'[{"name":"a"},{"name":"a"}]'],
     ids=["not an array", "a name twice"],
 )
+@pytest.mark.guarantee("G-PROMPT-1")
 def test_a_listing_that_cannot_be_trusted_whole_is_refused_whole(items: bytes) -> None:
     with pytest.raises(ListingRefused):
         catalog.read([page(items)], catalog.PROMPTS)

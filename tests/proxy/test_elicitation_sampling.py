@@ -257,6 +257,40 @@ def test_sampling_is_forwarded_for_a_server_allowed_and_each_request_recorded(ri
 
 
 @pytest.mark.guarantee("G-ASK-1")
+def test_sampling_turned_off_while_the_proxy_runs_is_refused_from_the_next_request(
+    rig: Rig,
+) -> None:
+    """The server was greeted with sampling when the proxy started; the operator turns it off
+    while the host's session goes on: the next request is refused, and the host never sees it."""
+    rig.signoff("servers", "sampling", "asking", "on")
+    reached: list[types.CreateMessageRequestParams] = []
+
+    async def model(_: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+        reached.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="42"), model="m"
+        )
+
+    async def scenario() -> tuple[str, str]:
+        async with host(rig, sampling_callback=model) as session:
+            assert await greeted(session) == {"sampling"}
+            before = text(await session.call_tool("ask_model", {"question": "6 x 7?"}))
+            await anyio.to_thread.run_sync(
+                lambda: rig.signoff("servers", "sampling", "asking", "off")
+            )
+            after = text(await session.call_tool("ask_model", {"question": "7 x 8?"}))
+            return before, after
+
+    before, after = anyio.run(scenario)
+    assert before == "model: 42"
+    assert after.startswith("error -32600") and "[SamplingRefused]" in after, after
+    assert [p.messages[0].content.text for p in reached] == ["6 x 7?"]  # type: ignore[union-attr]
+    assert [e["outcome"] for e in asked(rig, "sampling.asked")] == ["forwarded", "refused"]
+    assert len(asked(rig, "sampling.answered")) == 1
+    verified(rig)
+
+
+@pytest.mark.guarantee("G-ASK-1")
 def test_a_server_allowed_to_sample_is_refused_when_the_host_has_no_sampling(rig: Rig) -> None:
     rig.signoff("servers", "sampling", "asking", "on")
 

@@ -42,6 +42,7 @@ async def prompts(host: ClientSession) -> list[str]:
     return [p.name for p in (await host.list_prompts()).prompts]
 
 
+@pytest.mark.guarantee("G-PROMPT-1")
 def test_prompts_turned_on_pinned_and_off_reach_a_running_proxys_host(rig: Rig) -> None:
     listed = rig.home / "fake-prompts.json"
     listed.write_text(json.dumps([GREET]))
@@ -88,6 +89,7 @@ def test_prompts_turned_on_pinned_and_off_reach_a_running_proxys_host(rig: Rig) 
     assert runs(rig) == [("fake", "prompts/get", "COMPLETED", got)]  # the refused never ran
 
 
+@pytest.mark.guarantee("G-PROMPT-1")
 def test_resources_turned_on_while_the_proxy_runs_are_listed_and_read_through_the_gate(
     rig: Rig, tmp_path: Path
 ) -> None:
