@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests import suite_time, touched
+import pytest
+
+from tests import conftest, suite_time, touched
 from tests.conftest import ROOT
 
 
@@ -66,3 +68,23 @@ def test_the_time_of_a_run_is_summed_per_part_from_pytests_own_report(tmp_path: 
         check=True,
     ).stdout
     assert "core" in shown and "the runs themselves" in shown
+
+
+def test_a_missing_system_part_fails_in_ci_and_never_counts_as_a_claim_seen_broken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In CI `need` fails the test (no skip), with an error that is not an assertion: a
+    mutation's run reads such a failure as saying nothing of the claim."""
+    sys.path.insert(0, str(ROOT / "tests/mutants/plugin"))
+    try:
+        from mutation_outcomes import _assertion
+    finally:
+        sys.path.remove(str(ROOT / "tests/mutants/plugin"))
+    monkeypatch.setattr(conftest, "IN_CI", True)
+    with pytest.raises(conftest.MissingSystemPart) as raised:
+        conftest.need(False, "Xvfb")
+    assert not _assertion(raised.value)
+    assert _assertion(AssertionError("a claim seen broken"))
+    monkeypatch.setattr(conftest, "IN_CI", False)
+    with pytest.raises(pytest.skip.Exception):
+        conftest.need(False, "Xvfb")
