@@ -110,11 +110,14 @@ def _mutation(old: str, new: str, caught_by: str = DOUBLES) -> Mutation:
             id="an-import-fails",
         ),
         pytest.param(
-            _mutation("2 * n", "2 * n / 0"), NOT_AN_ASSERTION, [DOUBLES], id="another-exception"
+            _mutation("2 * n", "2 * n / 0"), CAUGHT, [DOUBLES], id="an-error-the-code-raises"
+        ),
+        pytest.param(
+            _mutation("2 * n", "2 * m"), NOT_AN_ASSERTION, [DOUBLES], id="a-name-it-lacks"
         ),
     ],
 )
-def test_a_mutation_is_caught_only_by_an_assertion_of_a_test_marked_with_its_claim(
+def test_a_mutation_is_caught_only_by_a_failure_that_sees_it_in_a_test_marked_with_its_claim(
     tiny_tree: Path, tmp_path: Path, mutation: Mutation, kind: str, tests: list[str]
 ) -> None:
     verdict = judge(mutation, mutated_copy(mutation, tmp_path, tiny_tree), tmp_path)

@@ -9,11 +9,14 @@ Rules:
 2. The test that caught the mutation last time (``caught_by``) runs first, alone: when it fails
    as rule 3 says, that is the answer. Otherwise the claim's marked tests run (``--guarantee``,
    ``-x``, that test's file first) and the first failure is the one judged.
-3. A mutation is caught only by an assertion in a test's call (``AssertionError``, or pytest's
-   ``Failed``: ``pytest.fail``, ``pytest.raises``' "DID NOT RAISE"; or an exception group of
-   those alone, as an anyio task group raises them). A module that no longer
-   imports, a fixture that errs, or another exception is not a test seeing the claim broken:
-   the verdict says which test failed, where and with what (tests/mutants/plugin records it).
+3. A mutation is caught only by a failure of a test's call that sees the claim's behaviour
+   changed: an assertion, a ``pytest.raises`` met by another error, a wait that ran out, an
+   error the mutated code now raises (an exception group of those alone, as an anyio task
+   group raises them). A module that no longer imports or a name it no longer has
+   (``ImportError``, ``SyntaxError``, ``NameError``), a system part missing
+   (``MissingSystemPart``), a fixture that errs or a collection that fails is not a test
+   seeing the claim broken: the verdict says which test failed, where and with what
+   (tests/mutants/plugin records it).
 4. When the marked tests all pass (a survivor), and only then, the other tests of the mutated
    file's part run (``tests/core``, ``tests/proxy`` or ``tests/app``: tests/touched.py): an
    assertion failing there is a gap to mark (the verdict names the tests and the claim), and
@@ -50,7 +53,7 @@ AREA_MOST_FAILURES = 3  # enough to name the tests to mark, without running a wh
 CAUGHT = "caught"
 SURVIVED = "survived"
 UNMARKED = "caught only by unmarked tests"
-NOT_AN_ASSERTION = "not caught by an assertion"
+NOT_AN_ASSERTION = "not caught by a failure that sees the claim"
 MOVED = "caught by another test"
 NOT_A_FAILURE = "not a test failure"
 
@@ -165,8 +168,9 @@ def judge(mutation: Mutation, tree: Path, where: Path) -> Verdict:
         return Verdict(
             NOT_AN_ASSERTION,
             f"{claim}: {mutation.name!r} is not caught: {first.test} fails in its {first.when}"
-            f" with {first.kind}, not an assertion of its call (a module that no longer imports,"
-            f" a fixture that errs, another exception: rule 3 of tests/mutants/runner.py):\n"
+            f" with {first.kind}, which says nothing of the claim (a module that no longer"
+            f" imports, a name it lacks, a fixture that errs, a missing system part: rule 3 of"
+            f" tests/mutants/runner.py):\n"
             f"{done.tail}",
             [first.test],
         )

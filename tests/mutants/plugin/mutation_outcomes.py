@@ -4,10 +4,10 @@ tree of a test's own, may hold no ``tests`` package of this one).
 
 - ``--mutation-outcomes PATH``: each failure, one JSON line in PATH: the test's id, the phase it
   failed in (``collect``, ``setup``, ``call``, ``teardown``), the exception's type, and whether
-  that is an assertion (``AssertionError``, or pytest's ``Failed``: ``pytest.fail`` and
-  ``pytest.raises``' "DID NOT RAISE"; an exception group of nothing else, as a task group
-  raises a task's failed assertion, is one too). A mutation is caught only by an assertion
-  of a test's call; an import that fails, or a fixture that errs, says nothing of the claim.
+  it sees the claim's behaviour changed (``assertion``): any error of a test's call but the
+  code failing to load (``ImportError``, ``SyntaxError``, ``NameError``) and a missing system
+  part (``MissingSystemPart``); an exception group when each of its own is one. A fixture that
+  errs, or a module that no longer imports, says nothing of the claim.
 - ``--mutation-unmarked ID``: only the tests that do not carry ``guarantee(ID)`` (those that do
   have run already).
 """
@@ -73,11 +73,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+# What says nothing of a claim: the code no longer loads (a module that does not import, a name
+# it no longer has), or the machine lacks a part (tests/conftest.py ``need``, by name: this
+# plugin loads where no ``tests`` package of this tree may be).
+NOT_THE_CLAIM = (ImportError, SyntaxError, NameError)
+MISSING_PART = "MissingSystemPart"
+
+
 def _assertion(error: BaseException) -> bool:
-    """An assertion, or a group of them (an anyio task group raises its tasks' failures so)."""
+    """Whether a failure of a test's call sees the claim's behaviour changed: an assertion, a
+    ``pytest.raises`` met by another error, a wait that ran out, an error the code now raises;
+    not the code failing to load, nor a missing part; a group, when each of its own is one."""
     if isinstance(error, BaseExceptionGroup):
         return all(_assertion(e) for e in error.exceptions)
-    return isinstance(error, AssertionError | pytest.fail.Exception)
+    if isinstance(error, pytest.skip.Exception):
+        return False
+    return not isinstance(error, NOT_THE_CLAIM) and type(error).__name__ != MISSING_PART
 
 
 def _kind(error: BaseException) -> str:
