@@ -15,9 +15,8 @@ Rules:
    shown with that meaning beside the tool in the table, and under its evaluation in the detail.
 3. Nothing long runs on a click: verifying the chain and re-checking every run go in slices on a
    timer, with progress, so the window never freezes.
-   The banner follows the witness: when what the witness says changes (the chain anchored,
-   an alarm raised or acknowledged), an open window verifies again, after the verification
-   under way if there is one, so a banner never keeps an answer the keyring no longer gives.
+   The banner follows the witness: a change in what it says (anchored, an alarm) verifies an
+   open window again, after any verification under way.
 4. The window only reads. A pending run opens the approval dialog (``open_approval``); the
    decision is the tray's.
 """

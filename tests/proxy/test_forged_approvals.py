@@ -14,6 +14,7 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -67,11 +68,8 @@ def test_an_approval_forged_in_the_database_is_not_executed_and_verify_names_it(
             assert "nobody approved it" in text(again)
 
     anyio.run(scenario)
-    assert written(tmp_path) == []
-    verified = rig.signoff("verify", "--json", check=False)
-    result = json.loads(verified.stdout)
-    assert verified.returncode == 1, verified
-    assert (result["error"], result["row"]) == ("StateDisagrees", f"approvals {waiting_id(rig)}")
+    result = nothing_written_and_verify_refuses(rig, tmp_path)
+    assert result["row"] == f"approvals {waiting_id(rig)}"
 
 
 @pytest.mark.guarantee("G-KEY-1")
@@ -97,10 +95,18 @@ def test_a_real_approvals_mac_rewritten_under_the_real_key_id_runs_nothing_and_v
             assert again.is_error and "DecisionUnauthenticated" in text(again), text(again)
 
     anyio.run(scenario)
+    nothing_written_and_verify_refuses(rig, tmp_path)
+
+
+def nothing_written_and_verify_refuses(rig: Rig, tmp_path: Path) -> dict[str, Any]:
+    """The server wrote nothing, and ``signoff verify`` refuses the record by name: its
+    answer."""
     assert written(tmp_path) == []
     verified = rig.signoff("verify", "--json", check=False)
     assert verified.returncode == 1, verified
-    assert json.loads(verified.stdout)["error"] == "StateDisagrees", verified
+    result: dict[str, Any] = json.loads(verified.stdout)
+    assert result["error"] == "StateDisagrees", verified
+    return result
 
 
 def waiting_id(rig: Rig) -> str:
